@@ -1,0 +1,42 @@
+"""Re-execute notebooks top to bottom in a fresh kernel, in the environment the tests use.
+
+Usage: python .ci/execute_notebooks.py notebooks/01_setup.ipynb [more.ipynb ...]
+       (or: make notebooks NB=notebooks/01_setup.ipynb; without NB, every notebook)
+
+Outputs are written back into the .ipynb (the single source of a notebook); cell metadata
+added by execution is dropped so diffs stay readable (nbstripout --keep-output --keep-count).
+"""
+import os
+import sys
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+from offline_env import offline_environ  # noqa: E402
+
+
+def clean(nb):
+    nb.metadata.pop("widgets", None)
+    for cell in nb.cells:
+        for key in ("execution", "collapsed", "scrolled", "ExecuteTime"):
+            cell.metadata.pop(key, None)
+    return nb
+
+
+def execute(path):
+    nb = nbformat.read(path, as_version=4)
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    client = NotebookClient(nb, timeout=600, kernel_name="python3", record_timing=False,
+                            resources={"metadata": {"path": str(Path(path).parent)}})
+    client.execute(env=offline_environ())
+    nbformat.write(clean(nb), path)
+    print(f"executed {os.path.relpath(path, ROOT)}")
+
+
+if __name__ == "__main__":
+    targets = sys.argv[1:] or sorted(str(p) for p in (ROOT / "notebooks").glob("*.ipynb"))
+    for target in targets:
+        execute(target)
