@@ -580,12 +580,13 @@ def doc_tools(root=DOCS_DIR):
         return {"docs": _doc_names(root)}
 
     @tool
-    def read_doc(name: str) -> dict:
+    def read_doc(doc: str) -> dict:
         """Read one handbook document by its name, as list_docs shows it.
 
         Args:
-            name: a document name from list_docs, e.g. "handbook-tools.md"
+            doc: a document name from list_docs, e.g. "handbook-tools.md"
         """
+        name = doc
         why = _refuse_name(name)
         if why:
             raise ToolError(f"refused {name[:60]!r}: {why} — call list_docs and use a name it shows", "refused")
