@@ -45,9 +45,10 @@ class Decision:
 class Guard:
     """The seam for 05_guardrails. Subclass it; every method's default lets the loop go on.
 
-    before_model(run) and before_tool(run, call, tool) return None or a Decision; after_tool(run,
-    call, result) returns the result the model will read (e.g. wrapped as untrusted data).
-    Every Decision and every changed result is recorded in the trace.
+    before_model(run) and before_tool(run, call, tool) return None or a Decision (`run` is the
+    RunResult so far: turns, tool_calls, usage, messages; `tool` is None for an unknown name);
+    after_tool(run, call, result) returns the result the model will read (e.g. wrapped as
+    untrusted data). Every Decision and every changed result is recorded in the trace.
     """
 
     def before_model(self, run):

@@ -347,6 +347,8 @@ def spy_registry(log):
             raise RuntimeError("auth failed for sk-abcdefghijklmnopqrstuvwxyz123456")
         if reason == "json":
             return {1, 2}
+        if reason == "nan":
+            return float("nan")
         if reason == "big":
             return "x" * 10_000
         raise KeyError(reason)
@@ -360,7 +362,7 @@ def spy_registry(log):
     ("add", '{"a": 1, "b": 2', "invalid_json"), ("add", '{"a": NaN, "b": 2}', "invalid_json"),
     ("subtract", '{"a": 1, "b": 2}', "unknown_tool"), ("explode", '{"reason": "permission"}', "permission_denied"),
     ("explode", '{"reason": "tool"}', "not_found"), ("explode", '{"reason": "other"}', "tool_crashed"),
-    ("explode", '{"reason": "json"}', "bad_result"),
+    ("explode", '{"reason": "json"}', "bad_result"), ("explode", '{"reason": "nan"}', "bad_result"),
 ])
 def test_execute_turns_every_failure_into_a_result(name, arguments, kind):
     log = []
