@@ -99,12 +99,12 @@ def next_action(reply):
     return "completed" if reply.text.strip() else "empty_output"
 
 
-def _consult(run, decision, where):
+def _consult(run, decision, where, actions=("allow", "refuse", "stop")):
     """Record a guard's decision; return it when it refuses or stops, None when it allows."""
     if decision is None:
         return None
-    if decision.action not in ("allow", "refuse", "stop"):
-        raise UserError(f"guard returned action {decision.action!r} — use allow, refuse or stop")
+    if decision.action not in actions:
+        raise UserError(f"guard returned action {decision.action!r} {where} — use {' or '.join(actions)}")
     if decision.action == "stop" and decision.reason not in STOP_REASONS:
         raise UserError(f"guard stop reason {decision.reason!r} is not one of {', '.join(STOP_REASONS)}")
     run.trace.add("guard", run.turns, f"{where}: {decision.action} {decision.reason} {decision.message}".strip(),
@@ -143,7 +143,7 @@ def _finish(run, reason, message, clock, calls=()):
 
 
 def _call_tool(run, call, registry, guard, clock):
-    """Step 6 for one call. Returns a Decision when the run must stop, else None."""
+    """Step 5 for one call. Returns a Decision when the run must stop, else None."""
     tool = registry.tools.get(call.name)
     decision = _consult(run, guard.before_tool(run, call, tool), f"before {call.name}")
     if decision and decision.action == "stop":
@@ -182,7 +182,7 @@ def run(task, model, tools, max_turns=6, max_calls=8, system=None, history=(), g
     result = RunResult(trace=Trace(clock), task=task, elapsed=clock())     # elapsed holds the start until the end
     result.messages = [system_message(DEFAULT_SYSTEM if system is None else system), *history, user(task)]
     while True:
-        decision = _consult(result, guard.before_model(result), "before model")
+        decision = _consult(result, guard.before_model(result), "before model", ("allow", "stop"))
         if decision:
             return _finish(result, decision.reason, decision.message, clock)
         if result.turns >= max_turns:

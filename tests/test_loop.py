@@ -198,6 +198,7 @@ def test_guard_stop_with_permission_denied_before_the_tool_runs():
 
 
 @pytest.mark.parametrize("decision, needle", [(Decision("maybe"), "action"),
+                                               (Decision("refuse", "x", "no"), "allow or stop"),
                                                (Decision("stop", "tired"), "stop reason")])
 def test_guard_mistakes_are_the_callers_fault(decision, needle):
     with pytest.raises(UserError, match=needle):
