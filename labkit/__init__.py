@@ -1,14 +1,20 @@
 """labkit: the tested versions of what the notebooks build, one module per stage.
 
 01_setup: config (settings, explain, doctor), models (Message, Reply, ScriptedModel), live (API adapters).
+02_tools: tools (Tool, tool, ToolRegistry, execute, validate_arguments).
+04_loop: loop (run, RunResult, Guard), trace (Trace).
+Later stages are imported from their modules: labkit.memory, labkit.rag, labkit.runtime, ...
 """
 from .check import check
 from .config import doctor, explain, load_settings, redact
 from .errors import (BudgetExceeded, GuardrailTripped, LabkitError, ModelBehaviorError, ServiceError,
                      ToolError, UserError)
+from .loop import STOP_REASONS, Decision, Guard, RunResult, run
 from .live import ChatModel, ResponsesModel, connect, describe, request_preview
 from .models import (Message, Reply, ScriptedModel, ToolCall, ToolSpec, Usage, call, incomplete, raw_call, say,
                      system, tool_message, turn, user)
+from .tools import (RISKS, ArgumentError, Tool, ToolRegistry, UnsupportedSchema, execute, parse_arguments, tool,
+                    validate_arguments)
 from .trace import Trace
 
 __all__ = [
@@ -18,5 +24,8 @@ __all__ = [
     "ChatModel", "Message", "Reply", "ResponsesModel", "ScriptedModel", "ToolCall", "ToolSpec", "Usage",
     "call", "connect", "describe", "incomplete", "raw_call", "request_preview", "say", "system", "tool_message",
     "turn", "user",
+    "STOP_REASONS", "Decision", "Guard", "RunResult", "run",
+    "RISKS", "ArgumentError", "Tool", "ToolRegistry", "UnsupportedSchema", "execute", "parse_arguments", "tool",
+    "validate_arguments",
     "Trace",
 ]

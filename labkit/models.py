@@ -124,7 +124,7 @@ def say(text):
     return Step(text=text)
 
 
-def call(name, **arguments):
+def call(name, /, **arguments):
     """A step where the model calls a tool. Example: call("get_weather", city="Beijing")"""
     return Step(calls=((name, json.dumps(arguments, ensure_ascii=False)),))
 

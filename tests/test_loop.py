@@ -8,8 +8,9 @@ import labkit
 from labkit.errors import ModelBehaviorError, ServiceError, UserError
 from labkit.loop import (STOP_REASONS, Decision, Guard, RunResult, evaluate, load_scenarios, next_action,
                          parse_plan, parse_react, plan_and_execute, run, run_react, run_scenario)
-from labkit.models import (ChatModel, Message, Reply, ResponsesModel, ScriptedModel, ToolCall, call, check_pairing,
-                           incomplete, raw_call, say, tool_message, turn, user)
+from labkit.live import ChatModel, ResponsesModel
+from labkit.models import (Message, Reply, ScriptedModel, ToolCall, call, check_pairing, incomplete, raw_call, say,
+                           tool_message, turn, user)
 from labkit.tools import ToolError, calculate, get_weather, list_docs, read_doc, tool
 
 SCENARIOS = load_scenarios()

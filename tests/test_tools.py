@@ -11,7 +11,8 @@ import pytest
 
 import labkit
 from labkit.errors import ModelBehaviorError, ToolError, UserError
-from labkit.models import ResponsesModel, ChatModel, ToolCall, user
+from labkit.live import ChatModel, ResponsesModel
+from labkit.models import ToolCall, user
 from labkit.tools import (MAX_RESULT_CHARS, RISKS, ArgumentError, Tool, ToolRegistry, UnsupportedSchema,
                           calculate, check_schema, doc_tools, execute, get_weather, json_equal, json_type,
                           list_docs, parse_arguments, read_doc, result_text, to_api, tool, validate_arguments)
