@@ -169,8 +169,7 @@ class ToolRuntime:
             arguments = parse_arguments(arguments) if isinstance(arguments, str) else arguments
             validate_arguments(arguments, tool.parameters)
         except ArgumentError as exc:
-            return _refused(operation_id, "invalid_arguments", f"{exc} — fix the arguments and call "
-                            f"{name} again", "rejected")
+            return _refused(operation_id, exc.kind, str(exc), "rejected")   # the message says how to fix
         text = canonical(arguments)
         stored = self.store.get(operation_id)
         if decide(stored, name, text) == "execute":

@@ -135,8 +135,8 @@ def test_invalid_arguments_are_rejected_before_anything_is_stored(db):
     calls = []
     runtime = ToolRuntime([refund_tool(calls)], "high", db)
     result = runtime.dispatch("refund", {"order_id": "A-17", "amount": "thirty"}, "op_1")
-    assert result["error"] == "invalid_arguments" and "fix the arguments" in result["message"]
-    assert runtime.dispatch("refund", '{"order_id": "A-17", "amount": ', "op_1")["error"] == "invalid_arguments"
+    assert result["error"] == "invalid_arguments" and "amount should be integer" in result["message"]
+    assert runtime.dispatch("refund", '{"order_id": "A-17", "amount": ', "op_1")["error"] == "invalid_json"
     assert calls == [] and runtime.store.get("op_1") is None
     assert runtime.dispatch("refund", json.dumps(ARGS), "op_1")["status"] == "succeeded"   # model JSON text works
 
