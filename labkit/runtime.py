@@ -284,7 +284,8 @@ class ToolSucceeded:
 class ToolFailed:
     kind: ClassVar[str] = "tool_failed"
     operation_id: str
-    error: str = ""
+    error: str = ""           # the kind, e.g. "declined"
+    message: str = ""         # how to fix it, for whoever reads the results (a model)
 
 
 @dataclass(frozen=True)
@@ -330,7 +331,7 @@ TERMINAL = ("done", "cancelled")
 class State:
     phase: str = "ready"      # ready | waiting | needs_reconcile | done | cancelled
     pending: str | None = None    # the operation_id awaited while waiting or needs_reconcile
-    results: tuple = ()       # ((operation_id, "succeeded" | "failed", data or error), ...)
+    results: tuple = ()       # ((operation_id, "succeeded" | "failed", data or {"error", "message"}), ...)
     rejected: tuple = ()      # ((event kind, why), ...): events refused, kept so nothing is lost
 
 
@@ -355,7 +356,7 @@ def reduce(state, event):
         return replace(state, phase=after, pending=op)
     if event.kind in ("tool_succeeded", "tool_failed", "reconciled"):
         outcome = {"tool_succeeded": "succeeded", "tool_failed": "failed"}.get(event.kind) or event.outcome
-        found = event.error if event.kind == "tool_failed" else event.data
+        found = {"error": event.error, "message": event.message} if event.kind == "tool_failed" else event.data
         return replace(state, phase=after, pending=None, results=state.results + ((op, outcome, found),))
     return replace(state, phase=after)
 
@@ -367,7 +368,7 @@ def event_for(result):
         return ToolSucceeded(op, result.get("data"))
     if result["error"] == "needs_reconcile":
         return OutcomeUnknown(op)
-    return ToolFailed(op, result["error"])
+    return ToolFailed(op, result["error"], result.get("message", ""))
 
 
 # ---------------------------------------------------------------- a bounded agent on the runtime
@@ -385,7 +386,7 @@ class AgentRun:
     status: str               # completed | needs_reconcile | cancelled | unverified | step_limit |
     state: State              #   budget_exhausted | permission_denied
     steps: int                # dispatches made
-    writes: int               # dispatches of tools above "low" risk
+    writes: int               # dispatches of tools above "low" risk that were not rejected
     trace: Trace
     message: str = ""
 
@@ -426,12 +427,13 @@ def run_agent(policy, runtime, initial_state=None, verify=None, max_steps=6, *, 
             return stop("budget_exhausted", f"writes: {writes} of {max_writes} used")
         op = operation_id(principal, action.tool, action.arguments, action.scope)
         state = reduce(state, ToolRequested(op, action.tool, action.arguments))
-        steps, writes = steps + 1, writes + write
+        steps += 1
         try:
             result = runtime.dispatch(action.tool, action.arguments, op)
         except PermissionDenied as exc:
-            state = reduce(state, ToolFailed(op, "permission_denied"))
+            state = reduce(state, ToolFailed(op, "permission_denied", str(exc)))
             return stop("permission_denied", str(exc))
+        writes += write and result["status"] != "rejected"       # a rejected call wrote nothing
         replayed = " (replayed)" if result.get("replayed") else ""
         trace.add("tool", steps, f"{action.tool}({canonical(action.arguments)}) -> {result['status']}{replayed}",
                   operation_id=op, result=result)

@@ -368,7 +368,7 @@ def test_the_reducer_walks_a_legal_path():
     state = reduce(state, ToolSucceeded("op_1", {"refund_id": "R-1"}))
     assert (state.phase, state.pending, state.results) == ("ready", None, (("op_1", "succeeded", {"refund_id": "R-1"}),))
     state = reduce(reduce(state, ToolRequested("op_2", "refund", ARGS)), ToolFailed("op_2", "declined"))
-    assert state.results[-1] == ("op_2", "failed", "declined")
+    assert state.results[-1] == ("op_2", "failed", {"error": "declined", "message": ""})
     state = reduce(reduce(state, ToolRequested("op_3", "refund", ARGS)), OutcomeUnknown("op_3"))
     assert (state.phase, state.pending) == ("needs_reconcile", "op_3")
     state = reduce(state, Reconciled("op_3", "succeeded", {"refund_id": "R-3"}))
@@ -402,7 +402,8 @@ def test_every_pair_outside_the_table_is_rejected_and_states_are_not_mutated():
 def test_event_for_maps_each_kind_of_result():
     assert event_for({"ok": True, "operation_id": "op_1", "data": 1}) == ToolSucceeded("op_1", 1)
     assert event_for({"ok": False, "operation_id": "op_1", "error": "needs_reconcile"}) == OutcomeUnknown("op_1")
-    assert event_for({"ok": False, "operation_id": "op_1", "error": "declined"}) == ToolFailed("op_1", "declined")
+    assert event_for({"ok": False, "operation_id": "op_1", "error": "declined", "message": "use another card"}) \
+        == ToolFailed("op_1", "declined", "use another card")
 
 
 # ---------------------------------------------------------------- run_agent
@@ -447,6 +448,10 @@ def test_run_agent_budgets_steps_writes_and_time(db):
     many = lambda state: Action("refund", {**ARGS, "amount": len(state.results)})     # noqa: E731
     writes = run_agent(many, runtime, State(), never, max_steps=9, max_writes=2)
     assert (writes.status, writes.writes, writes.message) == ("budget_exhausted", 2, "writes: 2 of 2 used")
+    typo = lambda state: Action("refund", {"order_id": "A-17"})                       # noqa: E731
+    rejected = run_agent(typo, runtime, State(), never, max_steps=3, max_writes=1)
+    assert (rejected.status, rejected.steps, rejected.writes) == ("step_limit", 3, 0)   # rejected: nothing written
+    assert "amount" in rejected.state.results[-1][2]["message"]
     ticks = iter(range(100))
     timed = run_agent(look, runtime, State(), never, max_steps=99, max_seconds=3, clock=lambda: next(ticks))
     assert timed.status == "budget_exhausted" and timed.message == "time: 3 s used"
@@ -457,7 +462,7 @@ def test_run_agent_stops_on_permission_denied_and_when_the_policy_gives_up(db):
     runtime = ToolRuntime([refund_tool(calls)], "medium", db)
     denied = run_agent(refund_policy, runtime, State(), verify=lambda state: False)
     assert denied.status == "permission_denied" and "high risk" in denied.message and calls == []
-    assert denied.state.results[-1][1:] == ("failed", "permission_denied")
+    assert denied.state.results[-1][2]["error"] == "permission_denied" and denied.writes == 0
     gave_up = run_agent(lambda state: None, runtime, State(), verify=lambda state: False)
     assert gave_up.status == "unverified"
 
