@@ -138,9 +138,12 @@ class ToolRuntime:
              runtime.dispatch("refund", {"order_id": "A-17", "amount": 30}, op)
     """
 
-    def __init__(self, tools, max_risk="low", store="runtime.db", timeout=None, failpoint=None):
+    def __init__(self, tools, max_risk="low", store=None, timeout=None, failpoint=None):
         if max_risk not in RISKS:
             raise UserError(f"max_risk={max_risk!r} — use one of {', '.join(RISKS)}")
+        if store is None:
+            raise UserError("ToolRuntime needs a store — pass store='runtime.db' (a file that outlives the "
+                            "process), or ':memory:' for a throwaway experiment (not durable)")
         self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
         self.max_risk = max_risk
         self.store = store if isinstance(store, OperationStore) else OperationStore(store)
@@ -235,11 +238,13 @@ class ToolRuntime:
         if outcome not in ("succeeded", "failed"):
             raise UserError(f"outcome={outcome!r} — use 'succeeded' (it happened) or 'failed' (it did not)")
         stored = self.store.get(operation_id)
-        if stored is None or stored.status != "needs_reconcile":
-            status = "unknown" if stored is None else stored.status
-            fix = ("call recover() first, when no worker runs it" if status == "in_flight" else
+        if stored is None:
+            raise UserError(f"there is no operation {operation_id} in the store — check the id "
+                            "(store.operations() lists them)")
+        if stored.status != "needs_reconcile":
+            fix = ("call recover() first, when no worker runs it" if stored.status == "in_flight" else
                    "there is nothing to reconcile")
-            raise UserError(f"{operation_id} is {status}, not needs_reconcile — {fix}")
+            raise UserError(f"{operation_id} is {stored.status}, not needs_reconcile — {fix}")
         result = ({"ok": True, "status": "succeeded", "operation_id": operation_id, "data": data}
                   if outcome == "succeeded" else
                   _refused(operation_id, "not_done", "checked: it did not happen — a new attempt is a new "
