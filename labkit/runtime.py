@@ -1,0 +1,472 @@
+"""A durable tool runtime: at-most-once side effects, reconciliation, crash recovery.
+
+Built in 07_runtime. `ToolRuntime.dispatch` writes each operation to SQLite as in_flight (WAL,
+synchronous=FULL) before its tool runs and records the outcome after. It never runs an operation
+twice on its own: the same operation_id replays the stored result, and an outcome nobody knows (a
+crash, an exception, a timeout) stays needs_reconcile until someone checks the external system and
+calls `reconcile`. A pure `reduce` of typed events tracks a run; `run_agent` drives one, bounded.
+
+Deliberately left out: leases and heartbeats (`recover()` assumes one worker per store at start-up),
+retry queues, compensation (sagas), distributed stores, async execution.
+"""
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass, replace
+from typing import ClassVar
+
+from .errors import GuardrailTripped, ToolError, UserError
+from .tools import RISKS, ArgumentError, ToolRegistry, parse_arguments, validate_arguments
+from .trace import Trace
+
+STATUSES = ("in_flight", "succeeded", "failed", "needs_reconcile")
+CRASH_POINTS = ("before_persist", "after_persist", "during_execute", "after_execute")
+
+
+def canonical(arguments):
+    """One text per value: sorted keys, no spaces. Example: canonical({"b": 1, "a": 2})  ->  '{"a":2,"b":1}'"""
+    return json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def operation_id(principal, tool, arguments, scope=""):
+    """A stable id for one intended side effect: the same intent always derives the same id.
+
+    principal: who acts (two users refunding one order are two operations); tool + canonical
+    arguments: what is done; scope: the business occasion that makes a repeat legitimate.
+    Example: operation_id("alice", "refund", {"order_id": "A-17", "amount": 30}, "ticket-9")
+    """
+    key = canonical([principal, tool, arguments, scope])
+    return "op_" + hashlib.sha256(key.encode()).hexdigest()[:16]    # 64 bits: readable, and plenty here
+
+
+# ---------------------------------------------------------------- the operation store
+
+
+@dataclass
+class Operation:
+    operation_id: str
+    tool: str
+    arguments: str            # canonical JSON text
+    status: str               # one of STATUSES
+    result: dict | None       # what dispatch returned or reconcile found; None while in flight
+
+
+class OperationStore:
+    """One SQLite row per operation; every write is committed (and fsynced) before it returns.
+
+    Example: store = OperationStore("runtime.db"); store.get("op_...")  ->  Operation or None
+    """
+
+    def __init__(self, path, synchronous="FULL"):
+        if synchronous not in ("FULL", "NORMAL", "OFF"):
+            raise UserError(f"synchronous={synchronous!r} — use 'FULL' (durable), 'NORMAL' or 'OFF'")
+        try:   # isolation_level=None: autocommit, so each statement is its own committed transaction
+            self.db = sqlite3.connect(str(path), timeout=30, isolation_level=None)
+            self.db.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.OperationalError as exc:
+            raise UserError(f"cannot open the operation store {path} ({exc}) — check that its folder "
+                            "exists and is writable") from None
+        # subtle: under WAL, NORMAL may lose the last commits on power loss; FULL fsyncs every commit
+        self.db.execute(f"PRAGMA synchronous={synchronous}")
+        self.db.execute("CREATE TABLE IF NOT EXISTS operations (operation_id TEXT PRIMARY KEY, "
+                        "tool TEXT NOT NULL, arguments TEXT NOT NULL, status TEXT NOT NULL, result TEXT)")
+
+    def get(self, operation_id):
+        row = self.db.execute("SELECT * FROM operations WHERE operation_id = ?", (operation_id,)).fetchone()
+        return None if row is None else Operation(*row[:4], json.loads(row[4]) if row[4] else None)
+
+    def claim(self, operation_id, tool, arguments):
+        """Insert the operation as in_flight. False when the id exists: someone claimed it first."""
+        cursor = self.db.execute("INSERT INTO operations VALUES (?, ?, ?, 'in_flight', NULL) "
+                                 "ON CONFLICT DO NOTHING", (operation_id, tool, arguments))
+        return cursor.rowcount == 1     # subtle: one atomic statement, so two workers cannot both win
+
+    def settle(self, operation_id, status, result, was=("in_flight", "needs_reconcile")):
+        """Record an outcome, only while the operation is in one of the `was` statuses."""
+        # subtle: default=str, so a tool returning a non-JSON value still gets its success recorded
+        cursor = self.db.execute(
+            f"UPDATE operations SET status = ?, result = ? WHERE operation_id = ? AND status IN "
+            f"({','.join('?' * len(was))})", (status, json.dumps(result, default=str), operation_id, *was))
+        return cursor.rowcount == 1
+
+    def operations(self, status=None):
+        """Every operation, or those in one status, in the order they were first stored."""
+        rows = self.db.execute("SELECT operation_id FROM operations WHERE ? IS NULL OR status = ? "
+                               "ORDER BY rowid", (status, status)).fetchall()
+        return [self.get(op) for (op,) in rows]
+
+    def close(self):
+        self.db.close()
+
+
+def decide(stored, tool, arguments):
+    """What dispatch does with an operation_id, given the stored Operation (or None).
+
+    "execute": nothing stored; "conflict": the id was used for another tool or other arguments;
+    "replay": an outcome is recorded, return it; "needs_reconcile": in flight or unknown, so it
+    may have happened: never run it again automatically.
+    Example: decide(None, "refund", '{"amount":30}')  ->  "execute"
+    """
+    if stored is None:
+        return "execute"
+    if (stored.tool, stored.arguments) != (tool, arguments):
+        return "conflict"
+    return "replay" if stored.status in ("succeeded", "failed") else "needs_reconcile"
+
+
+# ---------------------------------------------------------------- the runtime
+
+
+class PermissionDenied(GuardrailTripped, PermissionError):
+    """A tool's risk is above what the runtime was delegated (also a built-in PermissionError)."""
+
+
+def _refused(op, error, message, status="failed"):
+    return {"ok": False, "status": status, "operation_id": op, "error": error, "message": message}
+
+
+def _unknown(op, message, status="needs_reconcile"):
+    return _refused(op, "needs_reconcile", message, status)
+
+
+class ToolRuntime:
+    """Dispatch tools durably: at most once per operation_id, every outcome recorded.
+
+    Example: runtime = ToolRuntime([refund], max_risk="high", store="runtime.db")
+             runtime.dispatch("refund", {"order_id": "A-17", "amount": 30}, op)
+    """
+
+    def __init__(self, tools, max_risk="low", store=None, timeout=None, failpoint=None):
+        if max_risk not in RISKS:
+            raise UserError(f"max_risk={max_risk!r} — use one of {', '.join(RISKS)}")
+        if store is None:
+            raise UserError("ToolRuntime needs a store — pass store='runtime.db' (a file that outlives the "
+                            "process), or ':memory:' for a throwaway experiment (not durable)")
+        self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
+        self.max_risk = max_risk
+        self.store = store if isinstance(store, OperationStore) else OperationStore(store)
+        self.timeout = timeout                               # seconds per tool call; None waits
+        self.failpoint = failpoint or (lambda point: None)   # the crash lab kills the process here
+
+    def risk(self, name):
+        """The risk of a tool, or None when there is no such tool. Example: runtime.risk("refund")"""
+        return self.tools.get(name).risk if name in self.tools else None
+
+    def dispatch(self, name, arguments, operation_id):
+        """Run a tool at most once per operation_id and return its result, stored or fresh.
+
+        Example: runtime.dispatch("refund", {"order_id": "A-17", "amount": 30}, op)["status"]
+                 ->  "succeeded" (run now) or the stored status (replayed=True)
+        """
+        if name not in self.tools:
+            return _refused(operation_id, "unknown_tool", f"there is no tool {name!r} — use one of "
+                            f"{', '.join(self.tools.names())}", "rejected")
+        tool = self.tools.get(name)
+        if RISKS.index(tool.risk) > RISKS.index(self.max_risk):
+            raise PermissionDenied(f"{name} is {tool.risk} risk but this runtime may run up to {self.max_risk} "
+                                   f"— ask a person to approve it, or delegate max_risk={tool.risk!r} on purpose",
+                                   reason="permission_denied")
+        try:
+            arguments = parse_arguments(arguments) if isinstance(arguments, str) else arguments
+            validate_arguments(arguments, tool.parameters)
+        except ArgumentError as exc:
+            return _refused(operation_id, exc.kind, str(exc), "rejected")   # the message says how to fix
+        text = canonical(arguments)
+        stored = self.store.get(operation_id)
+        if decide(stored, name, text) == "execute":
+            self.failpoint("before_persist")
+            if self.store.claim(operation_id, name, text):     # in_flight is durable before the tool runs
+                self.failpoint("after_persist")
+                return self._execute(tool, arguments, operation_id)
+            stored = self.store.get(operation_id)   # subtle: another worker claimed it after our read
+        return self._stored(stored, name, text)
+
+    def _stored(self, stored, name, text):
+        op = stored.operation_id
+        if decide(stored, name, text) == "conflict":
+            raise UserError(f"operation_id {op} was first used for {stored.tool}({stored.arguments}), not "
+                            f"{name}({text}) — derive ids with operation_id(principal, tool, arguments, scope)")
+        if stored.result is None:       # in flight: a worker runs it right now, or one died mid-way
+            return _unknown(op, f"{op} is in flight: started, outcome not recorded — do not run it again; "
+                                "if no worker is running it, call recover(), check the external system, "
+                                "then reconcile()", "in_flight")
+        return {**stored.result, "replayed": True}
+
+    def _execute(self, tool, arguments, op):
+        try:
+            data = self._call(tool.fn, arguments)
+        except ToolError as exc:        # the tool itself says it failed before acting
+            result = _refused(op, exc.kind, str(exc))
+        except Exception as exc:        # subtle: it may have raised after the side effect happened
+            result = _unknown(op, f"{tool.name} raised {type(exc).__name__}: {exc} — it may or may not have "
+                                  f"acted; check the external system, then reconcile({op!r}, outcome)")
+        else:
+            result = {"ok": True, "status": "succeeded", "operation_id": op, "data": data}
+            if isinstance(data, dict) and data.get("status") == "unknown":
+                result = {**_unknown(op, f"{tool.name} answered status 'unknown' — check the external "
+                                         f"system, then reconcile({op!r}, outcome)"), "data": data}
+        self.failpoint("after_execute")
+        self.store.settle(op, result["status"], result)
+        return result
+
+    def _call(self, fn, arguments):
+        if self.timeout is None:
+            return fn(**arguments)
+        box = {}
+
+        def target():
+            try:
+                box["data"] = fn(**arguments)
+            except BaseException as exc:
+                box["error"] = exc
+        worker = threading.Thread(target=target, daemon=True)
+        worker.start()
+        worker.join(self.timeout)
+        if worker.is_alive():           # subtle: the call goes on in the background; its outcome is unknown
+            raise TimeoutError(f"no answer after {self.timeout} s")
+        if "error" in box:
+            raise box["error"]
+        return box.get("data")
+
+    def reconcile(self, operation_id, outcome, data=None):
+        """Record what checking the external system found: outcome "succeeded" or "failed".
+
+        Example: runtime.reconcile(op, "succeeded", {"refund_id": "R-1"})
+        """
+        if outcome not in ("succeeded", "failed"):
+            raise UserError(f"outcome={outcome!r} — use 'succeeded' (it happened) or 'failed' (it did not)")
+        stored = self.store.get(operation_id)
+        if stored is None:
+            raise UserError(f"there is no operation {operation_id} in the store — check the id "
+                            "(store.operations() lists them)")
+        if stored.status != "needs_reconcile":
+            fix = ("call recover() first, when no worker runs it" if stored.status == "in_flight" else
+                   "there is nothing to reconcile")
+            raise UserError(f"{operation_id} is {stored.status}, not needs_reconcile — {fix}")
+        result = ({"ok": True, "status": "succeeded", "operation_id": operation_id, "data": data}
+                  if outcome == "succeeded" else
+                  _refused(operation_id, "not_done", "checked: it did not happen — a new attempt is a new "
+                                                     "operation (derive it with a new scope)"))
+        result["reconciled"] = True
+        if not self.store.settle(operation_id, outcome, result, was=("needs_reconcile",)):
+            raise UserError(f"{operation_id} changed while reconciling — read it again and retry")
+        return result
+
+    def recover(self):
+        """At start-up, every in_flight operation left by a dead worker becomes needs_reconcile.
+
+        Call it only while no other worker uses the store (production uses leases for this).
+        Example: ToolRuntime(tools, "high", "runtime.db").recover()  ->  ["op_..."]
+        """
+        message = ("the worker stopped before recording the outcome — check the external system, then "
+                   "reconcile(operation_id, outcome)")
+        return [op.operation_id for op in self.store.operations("in_flight")
+                if self.store.settle(op.operation_id, "needs_reconcile", _unknown(op.operation_id, message),
+                                     was=("in_flight",))]
+
+
+# ---------------------------------------------------------------- typed events and a pure reducer
+
+
+@dataclass(frozen=True)
+class ToolRequested:
+    kind: ClassVar[str] = "tool_requested"
+    operation_id: str
+    tool: str
+    arguments: dict
+
+
+@dataclass(frozen=True)
+class ToolSucceeded:
+    kind: ClassVar[str] = "tool_succeeded"
+    operation_id: str
+    data: object = None
+
+
+@dataclass(frozen=True)
+class ToolFailed:
+    kind: ClassVar[str] = "tool_failed"
+    operation_id: str
+    error: str = ""           # the kind, e.g. "declined"
+    message: str = ""         # how to fix it, for whoever reads the results (a model)
+
+
+@dataclass(frozen=True)
+class OutcomeUnknown:
+    kind: ClassVar[str] = "outcome_unknown"
+    operation_id: str
+
+
+@dataclass(frozen=True)
+class Reconciled:
+    kind: ClassVar[str] = "reconciled"
+    operation_id: str
+    outcome: str              # "succeeded" | "failed"
+    data: object = None
+
+
+@dataclass(frozen=True)
+class GoalVerified:
+    kind: ClassVar[str] = "goal_verified"
+
+
+@dataclass(frozen=True)
+class Cancelled:
+    kind: ClassVar[str] = "cancelled"
+    reason: str = ""
+
+
+TRANSITIONS = {                           # (phase, event kind) -> next phase; anything else is rejected
+    ("ready", "tool_requested"): "waiting",
+    ("ready", "goal_verified"): "done",
+    ("ready", "cancelled"): "cancelled",
+    ("waiting", "tool_succeeded"): "ready",
+    ("waiting", "tool_failed"): "ready",
+    ("waiting", "outcome_unknown"): "needs_reconcile",
+    ("waiting", "cancelled"): "cancelled",
+    ("needs_reconcile", "reconciled"): "ready",
+    ("needs_reconcile", "cancelled"): "cancelled",
+}
+TERMINAL = ("done", "cancelled")
+
+
+@dataclass(frozen=True)
+class State:
+    phase: str = "ready"      # ready | waiting | needs_reconcile | done | cancelled
+    pending: str | None = None    # the operation_id awaited while waiting or needs_reconcile
+    results: tuple = ()       # ((operation_id, "succeeded" | "failed", data or {"error", "message"}), ...)
+    rejected: tuple = ()      # ((event kind, why), ...): events refused, kept so nothing is lost
+
+
+def reduce(state, event):
+    """The next State after one event; illegal, late and stale events are rejected (and kept).
+
+    Pure: no store, no clock, no I/O, so a run can be replayed from its events.
+    Example: reduce(State(), ToolRequested("op_1", "refund", {})).phase  ->  "waiting"
+    """
+    after = TRANSITIONS.get((state.phase, event.kind))
+    op = getattr(event, "operation_id", None)
+    if after is None:
+        why = (f"{state.phase} is final" if state.phase in TERMINAL else
+               f"{event.kind} is not allowed while {state.phase}")
+    elif op is not None and state.pending is not None and op != state.pending:
+        why = f"stale: {op} is not the pending operation {state.pending}"
+    else:
+        why = None
+    if why:
+        return replace(state, rejected=state.rejected + ((event.kind, why),))
+    if event.kind == "tool_requested":
+        return replace(state, phase=after, pending=op)
+    if event.kind in ("tool_succeeded", "tool_failed", "reconciled"):
+        outcome = {"tool_succeeded": "succeeded", "tool_failed": "failed"}.get(event.kind) or event.outcome
+        found = {"error": event.error, "message": event.message} if event.kind == "tool_failed" else event.data
+        return replace(state, phase=after, pending=None, results=state.results + ((op, outcome, found),))
+    return replace(state, phase=after)
+
+
+def event_for(result):
+    """The event a dispatch result stands for. Example: event_for({"ok": True, ...})  ->  ToolSucceeded"""
+    op = result["operation_id"]
+    if result["ok"]:
+        return ToolSucceeded(op, result.get("data"))
+    if result["error"] == "needs_reconcile":
+        return OutcomeUnknown(op)
+    return ToolFailed(op, result["error"], result.get("message", ""))
+
+
+# ---------------------------------------------------------------- a bounded agent on the runtime
+
+
+@dataclass(frozen=True)
+class Action:
+    tool: str
+    arguments: dict
+    scope: str = ""           # the business occasion; part of the operation_id
+
+
+@dataclass
+class AgentRun:
+    status: str               # completed | needs_reconcile | cancelled | unverified | step_limit |
+    state: State              #   budget_exhausted | permission_denied
+    steps: int                # dispatches made
+    writes: int               # dispatches of tools above "low" risk that were not rejected
+    trace: Trace
+    message: str = ""
+
+
+def run_agent(policy, runtime, initial_state=None, verify=None, max_steps=6, *, max_writes=2,
+              max_seconds=60.0, principal="agent", cancel=None, clock=time.monotonic):
+    """Drive `policy(state) -> Action | None` through `runtime` until `verify(state)` holds.
+
+    Each step: 1. verified -> completed; 2. cancel() -> cancelled; 3. steps, time and writes are
+    budgets; 4. the policy picks an Action (None: unverified); 5. its operation_id is derived, the
+    tool dispatched, the result reduced; 6. an unknown outcome stops the run at once.
+    Example: run_agent(policy, runtime, State(), verify=lambda s: bool(s.results)).status
+    """
+    state, trace, started, steps, writes = initial_state or State(), Trace(clock), clock(), 0, 0
+
+    def stop(status, message=""):
+        trace.stop(steps, status, message)
+        return AgentRun(status, state, steps, writes, trace, message)
+
+    while True:
+        if state.phase == "needs_reconcile":
+            return stop("needs_reconcile", f"{state.pending}: outcome unknown — check it, then reconcile")
+        if verify is not None and verify(state):
+            state = reduce(state, GoalVerified())
+            return stop("completed")
+        if cancel is not None and cancel():
+            state = reduce(state, Cancelled("cancel requested"))
+            return stop("cancelled")
+        if steps >= max_steps:
+            return stop("step_limit", f"{steps} of {max_steps} steps used")
+        if clock() - started >= max_seconds:
+            return stop("budget_exhausted", f"time: {max_seconds} s used")
+        action = policy(state)
+        if action is None:
+            return stop("unverified", "the policy has no next action, but verify() is still false")
+        write = runtime.risk(action.tool) not in (None, "low")
+        if write and writes >= max_writes:
+            return stop("budget_exhausted", f"writes: {writes} of {max_writes} used")
+        op = operation_id(principal, action.tool, action.arguments, action.scope)
+        state = reduce(state, ToolRequested(op, action.tool, action.arguments))
+        steps += 1
+        try:
+            result = runtime.dispatch(action.tool, action.arguments, op)
+        except PermissionDenied as exc:
+            state = reduce(state, ToolFailed(op, "permission_denied", str(exc)))
+            return stop("permission_denied", str(exc))
+        writes += write and result["status"] != "rejected"       # a rejected call wrote nothing
+        replayed = " (replayed)" if result.get("replayed") else ""
+        trace.add("tool", steps, f"{action.tool}({canonical(action.arguments)}) -> {result['status']}{replayed}",
+                  operation_id=op, result=result)
+        state = reduce(state, event_for(result))
+
+
+# ---------------------------------------------------------------- 07_runtime hands-on task
+
+def _task():
+    from .check import Case, Task
+    args, other = canonical({"amount": 30, "order_id": "A-17"}), canonical({"amount": 300, "order_id": "A-17"})
+    row = lambda status, tool="refund", arguments=args: Operation("op_1", tool, arguments, status, None)
+    return Task("decide what dispatch does with an operation_id, given what the store holds", [
+        Case("nothing stored yet", (None, "refund", args), "execute",
+             "no row means nobody has started it: return 'execute'"),
+        Case("a recorded success", (row("succeeded"), "refund", args), "replay",
+             "the outcome is known: return it again ('replay'), never run it twice"),
+        Case("a recorded failure", (row("failed"), "refund", args), "replay",
+             "a definite failure is an outcome too: 'replay' it; a new attempt needs a new operation_id"),
+        Case("still in flight", (row("in_flight"), "refund", args), "needs_reconcile",
+             "in_flight may mean a worker died after the side effect: never run it again automatically"),
+        Case("outcome unknown", (row("needs_reconcile"), "refund", args), "needs_reconcile",
+             "unknown stays unknown until someone checks: return 'needs_reconcile'"),
+        Case("same id, other arguments", (row("succeeded", arguments=other), "refund", args), "conflict",
+             "compare the stored tool and arguments with the request: a reused id is 'conflict'"),
+        Case("same id, other tool, in flight", (row("in_flight", tool="charge"), "refund", args), "conflict",
+             "check for a conflict before you look at the status"),
+    ], reference=decide)
+
+
+TASK = _task()
