@@ -182,6 +182,7 @@ CREATE TABLE IF NOT EXISTS memories (key INTEGER PRIMARY KEY, tenant TEXT NOT NU
   importance REAL NOT NULL, created_at REAL NOT NULL, updated_at REAL NOT NULL, expires_at REAL NOT NULL,
   UNIQUE (tenant, id));
 CREATE INDEX IF NOT EXISTS memories_expiry ON memories (expires_at);
+CREATE INDEX IF NOT EXISTS memories_tenant ON memories (tenant, expires_at);
 CREATE TABLE IF NOT EXISTS history (seq INTEGER PRIMARY KEY,
   key INTEGER NOT NULL REFERENCES memories (key) ON DELETE CASCADE, kind TEXT, content TEXT, source TEXT,
   confidence REAL, importance REAL, updated_at REAL, replaced_at REAL);
@@ -373,19 +374,21 @@ class MemoryStore:
         weights = {w: idf(df.get(w, 0), n) for w in words}
         total = sum(weights.values())
         query_table = " UNION ALL ".join(["SELECT ? AS term, ? AS w"] * len(words))
+        # subtle: CROSS JOIN fixes the order (query words -> their terms -> those memories); left to
+        # itself SQLite may walk every memory of the tenant instead
         rows = self.db.execute(
-            f"WITH q AS ({query_table}) SELECT SUM(q.w), m.key, {', '.join('m.' + c for c in _COLUMNS.split(', '))} "
-            "FROM q JOIN terms t ON t.tenant = ? AND t.term = q.term JOIN memories m ON m.key = t.key "
+            f"WITH q AS ({query_table}) SELECT SUM(q.w), m.updated_at, m.importance, m.id, m.key FROM q "
+            "CROSS JOIN terms t ON t.tenant = ? AND t.term = q.term CROSS JOIN memories m ON m.key = t.key "
             "WHERE m.tenant = ? AND m.expires_at > ? GROUP BY m.key",
             (*[x for w in words for x in (w, weights[w])], tenant, tenant, now))
+        scored = ((score(matched / total, recency(now - updated, half_life_days), importance), updated, id, key,
+                   matched / total) for matched, updated, importance, id, key in rows)
         hits = []
-        for matched, _key, *columns in rows:
-            memory = Memory(*columns)
-            fresh = recency(now - memory.updated_at, half_life_days)
-            relevance = matched / total
-            hits.append(Hit(memory, score(relevance, fresh, memory.importance), relevance, fresh,
+        for value, _, _, key, relevance in heapq.nlargest(limit, scored):   # only the best become Memory objects
+            memory = self._row(self.db, "key = ?", (key,))[1]
+            hits.append(Hit(memory, value, relevance, recency(now - memory.updated_at, half_life_days),
                             0.8 + 0.4 * memory.importance))
-        return heapq.nlargest(limit, hits, key=lambda h: (h.score, h.memory.updated_at, h.memory.id))
+        return hits
 
     # ---- forgetting and privacy
 
