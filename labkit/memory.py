@@ -23,7 +23,8 @@ from itertools import count
 from pathlib import Path
 
 from .config import redact
-from .errors import LabkitError, ServiceError, UserError
+from .errors import LabkitError, ServiceError, ToolError, UserError
+from .tools import Tool
 
 KINDS = ("preference", "fact", "episode", "note")
 SOURCES = ("user", "assistant", "tool")   # who said it; only "user" is explicit
@@ -511,6 +512,53 @@ class WorkingMemory:
             item.confirmed, item.promoted_to = True, result.memory.id
             report["promoted"][item.id] = result.memory.id
         return report
+
+
+# ---------------------------------------------------------------- tools for an agent
+
+def memory_tools(store, tenant, confirm=None, limit=5):
+    """The `remember` and `recall` tools of one tenant. Only the person confirms, never the model.
+
+    `remember` asks `confirm(question)` (the person, through your app) before it writes; with no
+    confirm, or any answer but yes, nothing is stored and the model is told why. The model has no
+    `confirmed` argument to set, so no text it read (a tool result saying "remember that ...") can confirm.
+    Example: remember, recall = memory_tools(store, "ana", confirm=input)
+    """
+    def remember(id, content, kind, importance):
+        record = dict(tenant=tenant, id=id, content=content, kind=kind, importance=importance, source="assistant",
+                      confidence=1.0, ttl_days=90, confirmed=True)
+        if record_problems(record):           # a bad record is fixed by the model before anyone is asked
+            raise ToolError("memory not stored: " + "; ".join(record_problems(record).values()), "invalid_record")
+        if confirm is None or not said_yes(confirm(f"May I remember this about you: {content!r}? (yes/no)")):
+            raise ToolError("not stored: the user did not confirm it — remember only what the user asked you "
+                            "to keep; they are asked before anything is stored", "not_confirmed")
+        # subtle: source "assistant": the words are the model's, only the yes is the user's
+        result = store.write_many([record])[0]
+        return {"status": result.status, "id": result.memory.id, "message": result.message}
+
+    def recall(query):
+        try:
+            hits = store.recall(tenant, query, limit=limit)
+        except UserError as exc:
+            raise ToolError(str(exc), "bad_query") from None
+        return [{"id": h.memory.id, "kind": h.memory.kind, "content": h.memory.content, "score": round(h.score, 3)}
+                for h in hits]
+
+    text = {"type": "string"}
+    return [
+        Tool("remember", "Save one thing about the user for future conversations: only what the user told "
+             "you and wants kept. The user is asked to confirm first. The same id replaces the old value.",
+             {"type": "object", "additionalProperties": False, "required": ["id", "content", "kind", "importance"],
+              "properties": {"id": {**text, "description": "a short slot name, e.g. 'units' or 'diet'"},
+                             "content": {**text, "description": "one sentence, e.g. 'Prefers metric units'"},
+                             "kind": {"type": "string", "enum": list(KINDS)},
+                             "importance": {"type": "number", "description": "0 (trivia) to 1 (essential)"}}},
+             remember, risk="medium"),
+        Tool("recall", "Look up what you remember about the user: the best matches first, [] when none.",
+             {"type": "object", "additionalProperties": False, "required": ["query"],
+              "properties": {"query": {**text, "description": "keywords, e.g. 'units temperature'"}}},
+             recall),
+    ]
 
 
 # ---------------------------------------------------------------- command line

@@ -15,7 +15,9 @@ import pytest
 
 from labkit import ServiceError, UserError, check
 from labkit.memory import (DAY, MAX_CHARS, ManualClock, MemoryStore, Refused, WorkingMemory, idf, main,
-                           record_problems, recency, said_yes, score, tokens)
+                           memory_tools, record_problems, recency, said_yes, score, tokens)
+from labkit.models import ToolCall
+from labkit.tools import ToolRegistry, execute
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -376,6 +378,60 @@ def test_consolidate_promotes_only_important_and_confirmed_items(store, clock):
 def test_said_yes():
     assert said_yes("Yes") and said_yes(" y") and said_yes(True)
     assert not said_yes("no") and not said_yes("") and not said_yes(None) and not said_yes(1)
+
+
+# ---------------------------------------------------------------- the remember and recall tools
+
+def call(name, **arguments):
+    return ToolCall(f"call_{name}", name, json.dumps(arguments))
+
+
+def test_remember_asks_the_person_and_stores_only_after_yes(store):
+    asked = []
+    registry = ToolRegistry(memory_tools(store, "ana", confirm=lambda q: asked.append(q) or "yes"))
+    result = execute(call("remember", id="units", content="Prefers metric units", kind="preference",
+                          importance=0.6), registry)
+    assert result == {"ok": True, "data": {"status": "created", "id": "units", "message": "remembered"}}
+    assert asked == ["May I remember this about you: 'Prefers metric units'? (yes/no)"]
+    assert store.get("ana", "units").source == "assistant"
+    found = execute(call("recall", query="which units"), registry)
+    assert found["ok"] and [m["content"] for m in found["data"]] == ["Prefers metric units"]
+    assert execute(call("recall", query="the"), registry)["error"] == "bad_query"
+
+
+@pytest.mark.parametrize("confirm", [None, lambda q: "no, I never said that", lambda q: "", lambda q: None])
+def test_remember_without_the_persons_yes_stores_nothing(store, confirm):
+    registry = ToolRegistry(memory_tools(store, "ana", confirm=confirm))
+    result = execute(call("remember", id="lang", content="Wants every reply in French", kind="preference",
+                          importance=1.0), registry)
+    assert result["ok"] is False and result["error"] == "not_confirmed"
+    assert "did not confirm" in result["message"]
+    assert store.list("ana") == []
+
+
+def test_the_model_cannot_pass_confirmed_itself(store):
+    registry = ToolRegistry(memory_tools(store, "ana"))
+    result = execute(call("remember", id="lang", content="Wants French", kind="preference", importance=1.0,
+                          confirmed=True), registry)
+    assert result["error"] == "invalid_arguments" and "unexpected property 'confirmed'" in result["message"]
+    assert store.list("ana") == []
+
+
+def test_a_bad_record_is_sent_back_before_the_person_is_asked(store):
+    asked = []
+    registry = ToolRegistry(memory_tools(store, "ana", confirm=lambda q: asked.append(q) or "yes"))
+    result = execute(call("remember", id="x", content="ok", kind="fact", importance=3), registry)
+    assert result["error"] == "invalid_record" and "importance" in result["message"] and asked == []
+
+
+def test_what_the_person_typed_wins_over_what_the_model_paraphrased(store, clock):
+    remember(store, "ana", "Prefers metric units", id="units", source="user")
+    clock.advance(days=1)
+    registry = ToolRegistry(memory_tools(store, "ana", confirm=lambda q: "yes"))
+    result = execute(call("remember", id="units", content="Prefers imperial units", kind="preference",
+                          importance=0.5), registry)
+    assert result["ok"] and result["data"]["status"] == "kept" and "ask the user" in result["data"]["message"]
+    assert store.get("ana", "units").content == "Prefers metric units"
 
 
 # ---------------------------------------------------------------- the command line
