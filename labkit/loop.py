@@ -1,0 +1,207 @@
+"""The agent loop: call the model, run the tools it asks for, repeat until it answers or a limit stops it.
+
+Built in 04_loop. `run()` is the loop (its steps are numbered in its docstring) and returns a
+RunResult with one stop reason and a trace. `run_react()` is the same loop over the ReAct text
+protocol; `plan_and_execute()` plans steps first, then runs each. `evaluate()` scores the frozen
+scenario set in data/evals/loop_scenarios.json.
+Deliberately left out: guardrails (05_guardrails plugs in through `guard`), retrying model calls,
+streaming, async and parallel tool execution, durable state (07_runtime).
+"""
+import json
+import re
+import time
+from dataclasses import dataclass, field, replace
+
+from .config import REPO_ROOT, explain
+from .errors import ModelBehaviorError, ServiceError, UserError
+from .models import ScriptedModel, Step, ToolCall, Usage, check_pairing, tool_message, user
+from .models import system as system_message
+from .tools import ToolRegistry, execute, failure, result_text, tool
+from .trace import Trace, clip, describe_call
+
+STOP_REASONS = ("completed", "empty_output", "model_incomplete", "turn_limit", "tool_limit",
+                "budget_exhausted", "permission_denied", "repeated_action", "parse_error",
+                "needs_reconcile", "service_error")
+DEFAULT_SYSTEM = ("You are a careful assistant. Use a tool when it helps. When a tool result says "
+                  '"ok": false, read its message and fix your call. Answer briefly and say where facts came from.')
+NEXT_STEPS = {                          # what a person can do next, per stop reason
+    "completed": "nothing: the task is answered",
+    "empty_output": "the model said nothing — run again; if it repeats, rephrase the task or raise max_output_tokens",
+    "model_incomplete": "the reply was cut short — raise max_output_tokens or shorten the input, then run again",
+    "turn_limit": "raise max_turns or split the task; `unfinished` says what is left",
+    "tool_limit": "raise max_calls or narrow the task; `unfinished` lists the calls not run",
+    "permission_denied": "ask the user to approve the refused tool, or do the task without it",
+}
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What a guard decided: "allow", "refuse" (the call is not run; the model reads why) or "stop"."""
+    action: str               # "allow" | "refuse" | "stop"
+    reason: str = ""          # stop: a stop reason from STOP_REASONS; refuse: the error kind the model sees
+    message: str = ""         # one line: why, and for a refusal what the model should do instead
+
+
+class Guard:
+    """The seam for 05_guardrails. Subclass it; every method's default lets the loop go on.
+
+    before_model(run) and before_tool(run, call, tool) return None or a Decision; after_tool(run,
+    call, result) returns the result the model will read (e.g. wrapped as untrusted data).
+    Every Decision and every changed result is recorded in the trace.
+    """
+
+    def before_model(self, run):
+        return None
+
+    def before_tool(self, run, call, tool):
+        return None
+
+    def after_tool(self, run, call, result):
+        return result
+
+
+@dataclass
+class RunResult:
+    status: str = "running"   # a stop reason from STOP_REASONS once the run ends
+    answer: str = ""          # the final text, only when status == "completed"
+    turns: int = 0            # model calls made
+    tool_calls: int = 0       # tool calls answered with a result
+    usage: Usage = field(default_factory=Usage)
+    elapsed: float = 0.0      # seconds, measured with the clock passed to run()
+    trace: Trace = field(default_factory=Trace)
+    completed: list = field(default_factory=list)     # tool calls that succeeded: ['get_weather({...})']
+    unfinished: list = field(default_factory=list)    # what is not done, one line each
+    next_step: str = ""       # what a person can do next
+    messages: list = field(default_factory=list)      # the whole history, every call paired with its output
+    tool_failures: int = 0    # results with "ok": false
+    task: str = ""
+    failed: dict = field(default_factory=dict, repr=False)    # tool name -> last failure not yet recovered
+
+    def __repr__(self):
+        tokens = f"{self.usage.total_tokens}{' (estimated)' if self.usage.estimated else ''}"
+        lines = [f"status:     {self.status}", f"answer:     {clip(self.answer, 90)!r}",
+                 f"turns:      {self.turns}   tool calls: {self.tool_calls}   failed: {self.tool_failures}"
+                 f"   tokens: {tokens}"]
+        lines += [f"completed:  {c}" for c in self.completed] + [f"unfinished: {u}" for u in self.unfinished]
+        return "\n".join(lines + [f"next step:  {self.next_step}"])
+
+
+def next_action(reply):
+    """What the loop does with a reply: "model_incomplete", "run_tools", "empty_output" or "completed".
+
+    Example: next_action(Reply("", [ToolCall("call_1", "calculate", "{}")]))  ->  "run_tools"
+    """
+    if reply.status != "completed":
+        return "model_incomplete"       # subtle: never run calls from a cut-short reply
+    if reply.tool_calls:
+        return "run_tools"
+    return "completed" if reply.text.strip() else "empty_output"
+
+
+def _consult(run, decision, where):
+    """Record a guard's decision; return it when it refuses or stops, None when it allows."""
+    if decision is None:
+        return None
+    if decision.action not in ("allow", "refuse", "stop"):
+        raise UserError(f"guard returned action {decision.action!r} — use allow, refuse or stop")
+    if decision.action == "stop" and decision.reason not in STOP_REASONS:
+        raise UserError(f"guard stop reason {decision.reason!r} is not one of {', '.join(STOP_REASONS)}")
+    run.trace.add("guard", run.turns, f"{where}: {decision.action} {decision.reason} {decision.message}".strip(),
+                  action=decision.action, reason=decision.reason, message=decision.message)
+    return None if decision.action == "allow" else decision
+
+
+def _record(run, call, result, elapsed=0.0):
+    """Append one call's result to the history (paired by call_id) and the trace; count it."""
+    run.tool_calls += 1
+    run.messages.append(tool_message(call, result if isinstance(result, str) else result_text(result)))
+    run.trace.tool(run.turns, call, result, elapsed)
+    ok = not isinstance(result, dict) or result.get("ok", False)
+    if ok:
+        run.completed.append(describe_call(call))
+        run.failed.pop(call.name, None)
+    else:
+        run.tool_failures += 1
+        run.failed[call.name] = f"failed: {describe_call(call)} -> {result.get('error')}"
+
+
+def _finish(run, reason, message, clock, calls=()):
+    """End the run: answer unanswered calls with "not_run", write the stop, the report and the time."""
+    answered = {m.tool_call_id for m in run.messages if m.role == "tool"}
+    for call in [c for c in calls if c.id not in answered]:   # subtle: an unanswered call makes the history unsendable
+        run.messages.append(tool_message(call, result_text(failure("not_run", f"not run: the run stopped ({reason})"))))
+        run.trace.add("tool", run.turns, f"{describe_call(call)} -> not run ({reason})", call_id=call.id)
+        run.unfinished.append(f"not run: {describe_call(call)}")
+    run.status = reason
+    run.trace.stop(run.turns, reason, message)
+    if reason != "completed":
+        run.unfinished += list(run.failed.values()) + [f"no final answer yet for: {clip(run.task, 70)}"]
+    run.next_step = NEXT_STEPS.get(reason, message)
+    run.elapsed = clock() - run.elapsed
+    return run
+
+
+def _call_tool(run, call, registry, guard, clock):
+    """Step 6 for one call. Returns a Decision when the run must stop, else None."""
+    tool = registry.tools.get(call.name)
+    decision = _consult(run, guard.before_tool(run, call, tool), f"before {call.name}")
+    if decision and decision.action == "stop":
+        return decision
+    started = clock()
+    result = failure(decision.reason or "refused", decision.message) if decision else execute(call, registry)
+    checked = guard.after_tool(run, call, result)
+    if checked is not result:
+        run.trace.add("guard", run.turns, f"after {call.name}: result changed", result=checked)
+    _record(run, call, checked, clock() - started)
+    if isinstance(result, dict) and result.get("error") == "permission_denied":
+        return Decision("stop", "permission_denied", result["message"])
+    return None
+
+
+def run(task, model, tools, max_turns=6, max_calls=8, system=None, history=(), guard=None,
+        clock=time.perf_counter):
+    """Run the agent loop on one task until the model answers or a limit stops it.
+
+    1. Start the history: the system prompt, earlier messages (paired), the task as a user message.
+    2. Before each model call ask the guard, then check max_turns (stop: turn_limit).
+    3. Call the model with the history and the tools; add its reply to the trace and the history.
+    4. Decide with next_action(reply): cut short -> model_incomplete; no calls -> completed with
+       the text as answer, or empty_output when there is no text.
+    5. For each tool call, in order: check max_calls (stop: tool_limit), ask the guard, execute it
+       (bad arguments and crashes become results the model reads), let the guard see the result,
+       append it paired by call_id. A permission_denied result stops the run.
+    6. Go back to 2.
+    Every stop answers the calls still pending with a "not_run" result, so the history stays paired.
+    Example: run("Weather in Paris?", ScriptedModel([call("get_weather", city="Paris"), say("14 °C")]),
+                 [get_weather]).status  ->  "completed"
+    """
+    registry = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
+    guard = guard or Guard()
+    check_pairing(list(history))
+    result = RunResult(trace=Trace(clock), task=task, elapsed=clock())     # elapsed holds the start until the end
+    result.messages = [system_message(DEFAULT_SYSTEM if system is None else system), *history, user(task)]
+    while True:
+        decision = _consult(result, guard.before_model(result), "before model")
+        if decision:
+            return _finish(result, decision.reason, decision.message, clock)
+        if result.turns >= max_turns:
+            return _finish(result, "turn_limit", f"used all {max_turns} turns", clock)
+        result.turns += 1
+        started = clock()
+        try:
+            reply = model.respond(result.messages, list(registry))
+        except ServiceError as exc:
+            return _finish(result, "service_error", explain(exc), clock)
+        result.usage = result.usage + (reply.usage or Usage())
+        result.trace.model(result.turns, reply, clock() - started)
+        result.messages.append(reply.to_message())
+        action = next_action(reply)
+        if action != "run_tools":
+            result.answer = reply.text.strip() if action == "completed" else ""
+            return _finish(result, action, reply.incomplete_reason or "", clock, reply.tool_calls)
+        for call in reply.tool_calls:
+            if result.tool_calls >= max_calls:
+                return _finish(result, "tool_limit", f"more than {max_calls} tool calls", clock, reply.tool_calls)
+            decision = _call_tool(result, call, registry, guard, clock)
+            if decision:
+                return _finish(result, decision.reason, decision.message, clock, reply.tool_calls)
