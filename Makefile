@@ -10,6 +10,8 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.labkit-installed
 PIP_VERSION := 26.3
 LAB_ARGS ?=
+# Jupyter refuses to start as root (containers, some VMs) unless told; tell it only then.
+ROOT_ARG := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root,)
 NB      ?= notebooks/*.ipynb
 
 .PHONY: lab test notebooks lock bench clean-venv
@@ -25,7 +27,7 @@ $(STAMP): requirements-lock.txt pyproject.toml
 	@touch $(STAMP)
 
 lab: $(STAMP)
-	$(BIN)/jupyter lab --notebook-dir=notebooks $(LAB_ARGS)
+	$(BIN)/jupyter lab --notebook-dir=notebooks $(ROOT_ARG) $(LAB_ARGS)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

@@ -1,13 +1,14 @@
 """labkit: the tested versions of what the notebooks build, one module per stage.
 
-01_setup: config (settings, explain, doctor) and models (Message, Reply, ScriptedModel, live adapters).
+01_setup: config (settings, explain, doctor), models (Message, Reply, ScriptedModel), live (API adapters).
 """
 from .check import check
 from .config import doctor, explain, load_settings, redact
 from .errors import (BudgetExceeded, GuardrailTripped, LabkitError, ModelBehaviorError, ServiceError,
                      ToolError, UserError)
-from .models import (ChatModel, Message, Reply, ResponsesModel, ScriptedModel, ToolCall, ToolSpec, Usage,
-                     call, connect, describe, incomplete, raw_call, say, system, tool_message, turn, user)
+from .live import ChatModel, ResponsesModel, connect, describe, request_preview
+from .models import (Message, Reply, ScriptedModel, ToolCall, ToolSpec, Usage, call, incomplete, raw_call, say,
+                     system, tool_message, turn, user)
 from .trace import Trace
 
 __all__ = [
@@ -15,6 +16,7 @@ __all__ = [
     "BudgetExceeded", "GuardrailTripped", "LabkitError", "ModelBehaviorError", "ServiceError", "ToolError",
     "UserError",
     "ChatModel", "Message", "Reply", "ResponsesModel", "ScriptedModel", "ToolCall", "ToolSpec", "Usage",
-    "call", "connect", "describe", "incomplete", "raw_call", "say", "system", "tool_message", "turn", "user",
+    "call", "connect", "describe", "incomplete", "raw_call", "request_preview", "say", "system", "tool_message",
+    "turn", "user",
     "Trace",
 ]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from .errors import UserError
 
 TASK_MODULES = {                          # notebook -> the module that defines its TASK
-    "01_setup": "labkit.models",
+    "01_setup": "labkit.live",
     "02_tools": "labkit.tools",
     "03_memory": "labkit.memory",
     "04_loop": "labkit.loop",

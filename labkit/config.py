@@ -17,7 +17,7 @@ from pathlib import Path
 
 from dotenv import dotenv_values, find_dotenv
 
-from .errors import LabkitError, ModelBehaviorError, ServiceError, UserError
+from .errors import LabkitError, ServiceError, UserError
 
 DEFAULT_MODEL = "gpt-5-mini"                 # the one default; override with OPENAI_MODEL
 OFFICIAL_BASE_URL = "https://api.openai.com/v1"
@@ -184,17 +184,19 @@ def describe_failure(exc, model=DEFAULT_MODEL, base_url=OFFICIAL_BASE_URL, timeo
                               "no network) — check your connection; for a local server, is it running "
                               "and is LABKIT_BASE_URL right?")
     if isinstance(exc, openai.AuthenticationError):
-        return UserError, (f"401 unauthorized: {where} rejected the API key{said} — create a new key, "
-                           "put it in .env, restart the kernel")
+        name = "OPENAI_API_KEY" if base_url == OFFICIAL_BASE_URL else "LABKIT_API_KEY"
+        return UserError, (f"401 unauthorized: {where} rejected the API key{said} — put a valid key in "
+                           f".env as {name}=... (no quotes), then restart the kernel")
     if isinstance(exc, openai.PermissionDeniedError):
         return UserError, (f"403 forbidden: this key may not use model {model!r} or this project"
                            f"{said} — check the key's project and model permissions, or pick another "
                            "OPENAI_MODEL")
     if isinstance(exc, openai.NotFoundError):
-        hint = ("check OPENAI_MODEL" if base_url == OFFICIAL_BASE_URL
-                else "check OPENAI_MODEL and that LABKIT_BASE_URL ends in /v1")
+        hint = ("check the spelling of OPENAI_MODEL, or pick a model your key can use"
+                if base_url == OFFICIAL_BASE_URL else
+                "check OPENAI_MODEL (the server's model name) and that LABKIT_BASE_URL ends in /v1")
         return UserError, (f"404 not found: model {model!r} does not exist or this key cannot use it"
-                           f"{said} — {hint} (e.g. OPENAI_MODEL={DEFAULT_MODEL})")
+                           f"{said} — {hint}")
     if isinstance(exc, openai.RateLimitError):
         if "quota" in said.lower() or "billing" in said.lower():
             return ServiceError, (
@@ -225,7 +227,12 @@ def explain(error):
                 "shorten the input, or treat the partial text as unfinished")
     if isinstance(error, LabkitError):
         return _one_line(redact(error))
-    return _one_line(describe_failure(error)[1])
+    try:                                     # name the model and endpoint the learner configured
+        s = load_settings()
+        context = {"model": s.model, "base_url": s.base_url, "timeout": s.timeout}
+    except UserError:
+        context = {}
+    return _one_line(describe_failure(error, **context)[1])
 
 
 def _package_report():

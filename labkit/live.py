@@ -1,0 +1,257 @@
+"""Live models: the same messages sent to a real API through the official `openai` SDK.
+
+Built in 01_setup. `ResponsesModel` (Responses API, store=False, the default) and `ChatModel`
+(Chat Completions, what most OpenAI-compatible local servers speak) return the same Reply as the
+scripted model. `connect()` picks a model from the settings; `request_preview()` shows the exact
+JSON body live mode would POST, computed offline. Every SDK failure becomes a labkit error whose
+message is one line and never contains the key.
+
+Deliberately left out: streaming, images and audio, structured outputs, async, automatic retries.
+"""
+from .config import (DEFAULT_MODEL, OFFICIAL_BASE_URL, TIMEOUT_SECONDS, describe_failure, key_problem,
+                     load_settings, redact)
+from .errors import ServiceError, UserError
+from .models import Reply, ScriptedModel, ToolCall, Usage, as_tool_spec, check_pairing
+
+
+def read_output(items):
+    """Read a Responses API `output` list into (text, [ToolCall, ...]); skip reasoning and others.
+
+    Example: read_output([{"type": "message", "content": [{"type": "output_text", "text": "hi"}]}])
+             ->  ("hi", [])
+    """
+    texts, calls = [], []
+    for item in items:
+        if item.get("type") == "message":
+            texts.append("".join(part.get("text") or part.get("refusal") or ""
+                                 for part in item.get("content") or []))
+        elif item.get("type") == "function_call":
+            calls.append(ToolCall(item["call_id"], item["name"], item.get("arguments") or "{}"))
+    return "\n".join(t for t in texts if t), calls
+
+
+def responses_body(model, messages, tools=(), replay_reasoning=False):
+    """The JSON body for POST /responses (store=False: the server keeps nothing between turns)."""
+    check_pairing(messages)
+    items = []
+    for m in messages:
+        if m.role == "tool":
+            items.append({"type": "function_call_output", "call_id": m.tool_call_id, "output": m.content})
+            continue
+        if replay_reasoning:
+            items += [r for r in m.reasoning if r.get("encrypted_content")]
+        if m.content or m.role != "assistant":
+            items.append({"role": m.role, "content": m.content})
+        items += [{"type": "function_call", "call_id": c.id, "name": c.name, "arguments": c.arguments}
+                  for c in m.tool_calls]
+    body = {"model": model, "input": items, "store": False}
+    if tools:
+        body["tools"] = [{"type": "function", "name": s.name, "description": s.description,
+                          "parameters": s.parameters, "strict": s.strict} for s in map(as_tool_spec, tools)]
+    if replay_reasoning:
+        body["include"] = ["reasoning.encrypted_content"]
+    return body
+
+
+def chat_body(model, messages, tools=()):
+    """The JSON body for POST /chat/completions (tool results are role "tool" messages)."""
+    check_pairing(messages)
+    out = []
+    for m in messages:
+        if m.role == "tool":
+            out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content})
+        elif m.role == "assistant" and m.tool_calls:
+            out.append({"role": "assistant", "content": m.content or None, "tool_calls": [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in m.tool_calls]})
+        else:
+            out.append({"role": m.role, "content": m.content})
+    body = {"model": model, "messages": out}
+    if tools:
+        body["tools"] = [{"type": "function", "function": {"name": s.name, "description": s.description,
+                                                           "parameters": s.parameters, "strict": s.strict}}
+                         for s in map(as_tool_spec, tools)]
+    return body
+
+
+def request_preview(messages, tools=(), api=None, model=None):
+    """The exact JSON body live mode would POST, computed offline (no key, no network).
+
+    Example: request_preview([user("ping")])["input"]  ->  [{"role": "user", "content": "ping"}]
+    """
+    s = load_settings()
+    api, model = api or s.api, model or s.model
+    if api not in ("responses", "chat"):
+        raise UserError(f"api={api!r} is not an API — use 'responses' or 'chat'")
+    return responses_body(model, messages, tools) if api == "responses" else chat_body(model, messages, tools)
+
+
+def _usage(data, names):
+    """Usage from a response body, or None when the server did not report it (local servers)."""
+    raw = data.get("usage")
+    if not isinstance(raw, dict):
+        return None
+    inp, out = int(raw.get(names[0]) or 0), int(raw.get(names[1]) or 0)
+    return Usage(inp, out, int(raw.get("total_tokens") or inp + out))
+
+
+class _LiveModel:
+    """What both adapters share: settings, sending, turning SDK failures into labkit errors."""
+
+    def __init__(self, model=DEFAULT_MODEL, *, api_key=None, base_url=OFFICIAL_BASE_URL,
+                 timeout=TIMEOUT_SECONDS, max_retries=0, key_name="OPENAI_API_KEY"):
+        problem = key_problem(api_key, official=base_url == OFFICIAL_BASE_URL, key_name=key_name)
+        if problem:
+            raise UserError(problem)
+        import openai
+        self.model, self.base_url, self.timeout = model, base_url, timeout
+        self.usage = Usage()                    # sums only what the server reported
+        self.unreported_turns = 0               # replies that came without usage
+        self._secrets = (api_key,) if api_key else ()
+        # subtle: base_url is always passed, so the SDK never reads a stray OPENAI_BASE_URL
+        self._client = openai.OpenAI(api_key=api_key or "no-key-needed", base_url=base_url,
+                                     timeout=timeout, max_retries=max_retries)
+
+    def respond(self, messages, tools=()):
+        body = self.request_preview(messages, tools)
+        try:
+            raw = self._send(body)
+        except Exception as exc:                # subtle: re-raised without the SDK's traceback
+            cls, message = describe_failure(exc, self.model, self.base_url, self.timeout)
+            error = cls(redact(message, self._secrets))
+            if isinstance(error, ServiceError):
+                error.status = getattr(exc, "status_code", None)
+            raise error from None
+        if isinstance(raw, str):                # the SDK hands back text when the body was not JSON
+            raise ServiceError(f"bad response: {self.base_url} answered with a web page or plain text, "
+                               "not JSON — the base URL must be the API root (usually ending in /v1)")
+        data = raw.to_dict() if hasattr(raw, "to_dict") else raw
+        reply = self._parse(data)
+        if reply.usage is None:
+            self.unreported_turns += 1
+        else:
+            self.usage = self.usage + reply.usage
+        return reply
+
+    def __repr__(self):
+        return f"{type(self).__name__}(model={self.model!r}, endpoint={self.base_url!r})"
+
+
+class ResponsesModel(_LiveModel):
+    """The Responses API (store=False): the default live model.
+
+    Reasoning items are dropped unless replay_reasoning=True, which asks for their encrypted
+    content and sends it back. subtle: under store=False the API answers 404 to a replayed
+    reasoning item without encrypted_content, so a bare one is never sent.
+
+    Example: ResponsesModel("gpt-5-mini", api_key=key).respond([user("ping")]).text
+    """
+
+    def __init__(self, model=DEFAULT_MODEL, *, replay_reasoning=False, **options):
+        super().__init__(model, **options)
+        self.replay_reasoning = replay_reasoning
+
+    def request_preview(self, messages, tools=()):
+        """The exact JSON body this model would POST to /responses. Example: model.request_preview(msgs)"""
+        return responses_body(self.model, messages, tools, self.replay_reasoning)
+
+    def _send(self, body):
+        return self._client.responses.create(**body)
+
+    def _parse(self, data):
+        if data.get("status") == "failed" or data.get("error"):
+            message = redact((data.get("error") or {}).get("message", "no message"), self._secrets)
+            raise ServiceError(f"the response failed on the server ({message}) — try again")
+        text, calls = read_output(data.get("output") or [])
+        reasoning = [{k: item[k] for k in ("type", "id", "summary", "encrypted_content") if k in item}
+                     for item in data.get("output") or []
+                     if item.get("type") == "reasoning" and item.get("encrypted_content")]
+        status = "incomplete" if data.get("status") == "incomplete" else "completed"
+        reason = (data.get("incomplete_details") or {}).get("reason") if status == "incomplete" else None
+        return Reply(text, calls, _usage(data, ("input_tokens", "output_tokens")), status, reason,
+                     reasoning if self.replay_reasoning else [])
+
+
+class ChatModel(_LiveModel):
+    """The Chat Completions API with tool_calls: what most OpenAI-compatible servers speak.
+
+    Example: ChatModel("llama3.2", base_url="http://127.0.0.1:11434/v1").respond([user("ping")])
+    """
+
+    def request_preview(self, messages, tools=()):
+        """The exact JSON body this model would POST to /chat/completions."""
+        return chat_body(self.model, messages, tools)
+
+    def _send(self, body):
+        return self._client.chat.completions.create(**body)
+
+    def _parse(self, data):
+        choices = data.get("choices") or []
+        if not choices:
+            raise ServiceError(f"bad response: {self.base_url} returned no choices — try again, or check "
+                               "that the server supports this model")
+        message, finish = choices[0].get("message") or {}, choices[0].get("finish_reason")
+        calls = [ToolCall(c.get("id") or f"call_{i}", c["function"]["name"], c["function"].get("arguments") or "{}")
+                 for i, c in enumerate(message.get("tool_calls") or [], 1)]
+        reason = {"length": "max_output_tokens", "content_filter": "content_filter"}.get(finish)
+        return Reply(message.get("content") or message.get("refusal") or "", calls,
+                     _usage(data, ("prompt_tokens", "completion_tokens")),
+                     "incomplete" if reason else "completed", reason)
+
+
+def connect(mode=None, script=()):
+    """The model the settings ask for: scripted offline (the default), or live.
+
+    Example: model = connect(script=[say("pong")])   # offline: replays the script
+             model = connect(mode="live")            # live: OPENAI_API_KEY from .env
+    """
+    s = load_settings(mode)
+    if s.mode == "offline":
+        return ScriptedModel(script)
+    problem = key_problem(s.api_key, s.official, s.key_name)
+    if problem:
+        raise UserError(problem)
+    cls = ResponsesModel if s.api == "responses" else ChatModel
+    return cls(s.model, api_key=s.api_key, base_url=s.base_url, timeout=s.timeout,
+               max_retries=s.max_retries, key_name=s.key_name)
+
+
+def describe(model):
+    """One line saying which model answers and how to switch. Example: print(describe(model))"""
+    if isinstance(model, ScriptedModel):
+        return (f"offline: a scripted model replays {len(model.steps)} written step(s); no key, no "
+                "network. To go live set LABKIT_MODE=live and OPENAI_API_KEY in .env, then restart the kernel.")
+    where = "the OpenAI API" if model.base_url == OFFICIAL_BASE_URL else model.base_url
+    api = "Responses API" if isinstance(model, ResponsesModel) else "Chat Completions API"
+    return f"live: {model.model} via {where} ({api}); answers vary from run to run."
+
+
+# ---------------------------------------------------------------- 01_setup hands-on task
+
+def _task():
+    from .check import Case, Task
+    msg = lambda *texts: {"type": "message", "role": "assistant",
+                          "content": [{"type": "output_text", "text": t} for t in texts]}
+    fc = lambda call_id, name, args: {"type": "function_call", "call_id": call_id, "name": name,
+                                      "arguments": args}
+    weather = fc("call_a", "get_weather", '{"city": "Paris"}')
+    a = ToolCall("call_a", "get_weather", '{"city": "Paris"}')
+    b = ToolCall("call_b", "calculate", '{"expression": "2+2"}')
+    return Task("read a Responses API `output` list into (text, [ToolCall, ...])", [
+        Case("one message, no calls", ([msg("pong")],), ("pong", []),
+             "a message item keeps its text in content[i]['text']"),
+        Case("one function call", ([weather],), ("", [a]),
+             "build ToolCall(item['call_id'], item['name'], item['arguments']); use call_id, not id"),
+        Case("a reasoning item before the call", ([{"type": "reasoning", "id": "rs_1", "summary": []}, weather],),
+             ("", [a]), "skip items whose type you do not handle (reasoning, web_search_call, ...)"),
+        Case("two parallel calls keep their order", ([weather, fc("call_b", "calculate", '{"expression": "2+2"}')],),
+             ("", [a, b]), "append calls in the order they appear"),
+        Case("text split into two parts", ([msg("Hel", "lo")],), ("Hello", []),
+             "join all output_text parts of a message with ''"),
+        Case("text and a call in one reply", ([msg("Checking."), weather],), ("Checking.", [a]),
+             "a reply can hold a message and calls at once; keep both"),
+        Case("empty output", ([],), ("", []), "no items: return ('', [])"),
+    ], reference=read_output)
+
+
+TASK = _task()

@@ -1,0 +1,195 @@
+"""A fake OpenAI-compatible model server on 127.0.0.1, for driving the real `openai` SDK in tests.
+
+It speaks POST /v1/responses and POST /v1/chat/completions. By default it behaves like a tiny,
+predictable model: offered tools and not yet given a tool output, it calls the first tool with
+arguments filled from the schema; otherwise it answers in text. Like the real API it refuses a
+function_call_output whose call_id it never saw in the input, and (under store=false) a replayed
+reasoning item that lacks encrypted_content.
+
+A test can instead queue faults: server.fail_next("401"), "403", "404", "429", "quota", "500",
+"html", "truncated", "slow", "incomplete", "reasoning", "no_usage". Every request is recorded
+(path, headers, body) in server.requests, so tests can check what was sent, and to whom.
+Usage: with FakeServer() as server: ResponsesModel(base_url=server.url, ...)
+"""
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def _fill(schema):
+    """A value that satisfies a simple schema: what a cooperative model would send."""
+    kind = schema.get("type")
+    if "enum" in schema:
+        return schema["enum"][0]
+    if kind == "object":
+        return {name: _fill(sub) for name, sub in schema.get("properties", {}).items()}
+    return {"string": "Paris", "integer": 2, "number": 2.5, "boolean": True, "array": []}.get(kind)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):          # keep test output quiet
+        pass
+
+    def do_POST(self):
+        server = self.server.owner
+        length = int(self.headers.get("content-length", 0))
+        raw = self.rfile.read(length)
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            body = {"unparsed": raw.decode(errors="replace")}
+        server.requests.append({"path": self.path, "body": body,
+                                "headers": {k.lower(): v for k, v in self.headers.items()}})
+        fault = server.faults.pop(0) if server.faults else None
+        if self.path.endswith("/responses"):
+            status, payload = server.responses_reply(body, fault, self.headers)
+        elif self.path.endswith("/chat/completions"):
+            status, payload = server.chat_reply(body, fault, self.headers)
+        else:
+            status, payload = 404, {"error": {"message": f"no route {self.path}", "type": "not_found"}}
+        self._send(status, payload, fault)
+
+    def _send(self, status, payload, fault):
+        if fault == "slow":
+            time.sleep(self.server.owner.slow_seconds)
+        if fault == "html":
+            data, ctype = b"<!DOCTYPE html><html><body><h1>Welcome to nginx!</h1></body></html>", "text/html"
+        else:
+            data, ctype = json.dumps(payload).encode(), "application/json"
+            if fault == "truncated":
+                data = data[: len(data) // 2]
+        self.send_response(status)
+        self.send_header("content-type", ctype)
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        try:
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass                           # the client gave up (timeout test)
+
+
+_ERRORS = {
+    "401": (401, "Incorrect API key provided: {key}. You can find your API key at "
+                 "https://platform.openai.com/account/api-keys.", "invalid_api_key"),
+    "403": (403, "You are not allowed to sample from this model", "model_not_allowed"),
+    "404": (404, "The model `{model}` does not exist or you do not have access to it.", "model_not_found"),
+    "429": (429, "Rate limit reached for requests per min (RPM): Limit 3, Used 3.", "rate_limit_exceeded"),
+    "quota": (429, "You exceeded your current quota, please check your plan and billing details.",
+              "insufficient_quota"),
+    "500": (500, "The server had an error while processing your request.", "server_error"),
+    "503": (503, "The engine is currently overloaded, please try again later.", "server_error"),
+}
+
+
+class FakeServer:
+    def __init__(self, slow_seconds=2.0):
+        self.requests = []
+        self.faults = []
+        self.slow_seconds = slow_seconds
+        self._ids = 0
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._httpd.daemon_threads = True
+        self._httpd.owner = self
+        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def __enter__(self):
+        threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def fail_next(self, *faults):
+        self.faults.extend(faults)
+
+    def _next_id(self, prefix):
+        self._ids += 1
+        return f"{prefix}_{self._ids}"
+
+    def _error(self, fault, model, headers):
+        status, message, code = _ERRORS[fault]
+        key = headers.get("authorization", "").removeprefix("Bearer ")
+        # subtle: the real 401 echoes part of the key; this one echoes all of it, to test redaction
+        return status, {"error": {"message": message.format(key=key, model=model),
+                                  "type": "invalid_request_error", "code": code}}
+
+    # ------------------------------------------------------------ /v1/responses
+
+    def responses_reply(self, body, fault, headers):
+        if fault in _ERRORS:
+            return self._error(fault, body.get("model"), headers)
+        items = body.get("input") or []
+        seen_calls = {i.get("call_id") for i in items if isinstance(i, dict) and i.get("type") == "function_call"}
+        for item in items:
+            if not isinstance(item, dict):
+                continue
+            if item.get("type") == "function_call_output" and item.get("call_id") not in seen_calls:
+                return 400, {"error": {"message": f"No tool call found for function call output with "
+                                                  f"call_id {item.get('call_id')}.", "type": "invalid_request_error"}}
+            if item.get("type") == "reasoning" and not item.get("encrypted_content"):
+                return 404, {"error": {"message": f"Item with id '{item.get('id')}' not found. Items are not "
+                                                  "persisted when `store` is set to false.", "type": "invalid_request_error"}}
+        answered = {i.get("call_id") for i in items if isinstance(i, dict) and i.get("type") == "function_call_output"}
+        unanswered = seen_calls - answered
+        if unanswered:
+            return 400, {"error": {"message": f"No tool output found for function call {sorted(unanswered)[0]}.",
+                                   "type": "invalid_request_error"}}
+        output, last = [], items[-1] if items else {}
+        if fault == "reasoning" or "reasoning.encrypted_content" in (body.get("include") or []):
+            reasoning = {"type": "reasoning", "id": self._next_id("rs"), "summary": []}
+            if "reasoning.encrypted_content" in (body.get("include") or []):
+                reasoning["encrypted_content"] = "gAAAA-opaque-" + reasoning["id"]
+            output.append(reasoning)
+        tools = body.get("tools") or []
+        if tools and last.get("type") != "function_call_output":
+            tool = tools[0]
+            output.append({"type": "function_call", "id": self._next_id("fc"), "call_id": self._next_id("call"),
+                           "name": tool["name"], "arguments": json.dumps(_fill(tool.get("parameters", {}))),
+                           "status": "completed"})
+        else:
+            said = last.get("output") if last.get("type") == "function_call_output" else last.get("content")
+            text = f"fake model heard: {said}"
+            output.append({"type": "message", "id": self._next_id("msg"), "role": "assistant", "status": "completed",
+                           "content": [{"type": "output_text", "text": text, "annotations": []}]})
+        payload = {"id": self._next_id("resp"), "object": "response", "created_at": 0, "model": body.get("model"),
+                   "status": "completed", "output": output, "error": None, "incomplete_details": None,
+                   "usage": {"input_tokens": 11, "output_tokens": 7, "total_tokens": 18}}
+        if fault == "incomplete":
+            payload["status"], payload["incomplete_details"] = "incomplete", {"reason": "max_output_tokens"}
+        if fault == "no_usage":
+            del payload["usage"]
+        return 200, payload
+
+    # ------------------------------------------------------------ /v1/chat/completions
+
+    def chat_reply(self, body, fault, headers):
+        if fault in _ERRORS:
+            return self._error(fault, body.get("model"), headers)
+        messages = body.get("messages") or []
+        issued = {c["id"] for m in messages if m.get("role") == "assistant" for c in m.get("tool_calls") or []}
+        for m in messages:
+            if m.get("role") == "tool" and m.get("tool_call_id") not in issued:
+                return 400, {"error": {"message": "Invalid parameter: messages with role 'tool' must be a response "
+                                                  "to a preceeding message with 'tool_calls'.", "type": "invalid_request_error"}}
+        last = messages[-1] if messages else {}
+        tools = body.get("tools") or []
+        if tools and last.get("role") != "tool":
+            fn = tools[0]["function"]
+            message = {"role": "assistant", "content": None, "tool_calls": [{
+                "id": self._next_id("call"), "type": "function",
+                "function": {"name": fn["name"], "arguments": json.dumps(_fill(fn.get("parameters", {})))}}]}
+            finish = "tool_calls"
+        else:
+            message, finish = {"role": "assistant", "content": f"fake model heard: {last.get('content')}"}, "stop"
+        if fault == "incomplete":
+            finish = "length"
+        payload = {"id": self._next_id("chatcmpl"), "object": "chat.completion", "created": 0,
+                   "model": body.get("model"), "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                   "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}}
+        if fault == "no_usage":
+            del payload["usage"]
+        return 200, payload

@@ -1,0 +1,172 @@
+"""Messages, the scripted model, request previews, and the 01_setup task."""
+import json
+
+import pytest
+
+from labkit import (ChatModel, Message, ResponsesModel, ScriptedModel, ToolCall, UserError, call, check,
+                    connect, describe, incomplete, raw_call, request_preview, say, system, tool_message, turn,
+                    user)
+from labkit.live import TASK, read_output
+from labkit.models import check_pairing, estimate_tokens
+
+KEY = "sk-test-0123456789abcdefghij"
+WEATHER = {"name": "get_weather", "description": "d",
+           "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                          "required": ["city"], "additionalProperties": False}}
+
+
+def test_scripted_model_replays_its_steps_in_order():
+    model = ScriptedModel([call("get_weather", city="北京"), say("It is 18 °C.")])
+    first = model.respond([user("weather in Beijing?")], [WEATHER])
+    assert first.text == "" and first.tool_calls == [ToolCall("call_1", "get_weather", '{"city": "北京"}')]
+    second = model.respond([user("weather in Beijing?")], [WEATHER])
+    assert second.text == "It is 18 °C." and second.tool_calls == []
+    assert model.unused() == [] and repr(model) == "ScriptedModel(2 steps, 2 used)"
+
+
+def test_scripted_model_records_copies_of_what_it_was_shown():
+    model = ScriptedModel([say("ok")])
+    messages = [system("be brief"), user("hi")]
+    model.respond(messages, [WEATHER])
+    messages.append(user("later"))                       # later edits do not rewrite history
+    assert [m.content for m in model.seen[0].messages] == ["be brief", "hi"]
+    assert model.seen[0].tools == ["get_weather"]
+
+
+def test_script_running_out_is_a_clear_error():
+    model = ScriptedModel([say("one")])
+    model.respond([user("a")])
+    with pytest.raises(UserError, match="no step 2: its script has 1 step"):
+        model.respond([user("b")])
+
+
+def test_unused_steps_are_reported():
+    model = ScriptedModel([say("a"), call("f", x=1), lambda messages, tools: say("c")])
+    model.respond([user("q")])
+    assert model.unused() == ['call f({"x": 1})', "<computed step>"]
+
+
+def test_computed_step_reacts_to_what_it_was_shown():
+    model = ScriptedModel([lambda messages, tools: say(f"you said {messages[-1].content!r}")])
+    assert model.respond([user("ping")]).text == "you said 'ping'"
+
+
+def test_computed_step_must_return_a_step():
+    model = ScriptedModel([lambda messages, tools: "pong"])
+    with pytest.raises(UserError, match="not a step"):
+        model.respond([user("ping")])
+
+
+def test_turn_raw_call_and_incomplete():
+    model = ScriptedModel([turn(say("Checking both."), call("f", a=1), call("g", b=2)),
+                           raw_call("f", '{"a": '), incomplete("The answer is", "max_output_tokens")])
+    both = model.respond([user("q")])
+    assert both.text == "Checking both." and [c.id for c in both.tool_calls] == ["call_1", "call_2"]
+    assert model.respond([user("q")]).tool_calls[0].arguments == '{"a": '
+    cut = model.respond([user("q")])
+    assert (cut.status, cut.incomplete_reason, cut.text) == ("incomplete", "max_output_tokens", "The answer is")
+
+
+def test_scripted_usage_is_an_estimate_and_says_so():
+    model = ScriptedModel([say("pong"), say("pong")])
+    reply = model.respond([user("ping")])
+    assert reply.usage.estimated and reply.usage.total_tokens == reply.usage.input_tokens + reply.usage.output_tokens
+    model.respond([user("ping")])
+    assert model.usage.total_tokens == 2 * reply.usage.total_tokens and model.usage.estimated
+
+
+@pytest.mark.parametrize("text, tokens", [("", 0), ("hello world", 3), ("你好世界", 4), ("abcd", 1)])
+def test_estimate_tokens(text, tokens):
+    assert estimate_tokens(text) == tokens
+
+
+def history_with_call():
+    c = ToolCall("call_1", "get_weather", '{"city": "Paris"}')
+    return c, [user("weather?"), Message("assistant", "", [c])]
+
+
+def test_pairing_accepts_a_paired_history():
+    c, messages = history_with_call()
+    check_pairing(messages + [tool_message(c, "{}"), user("thanks")])
+
+
+@pytest.mark.parametrize("mutate, words", [
+    (lambda c, m: m + [user("next")], "comes before the output"),
+    (lambda c, m: m, "have no output yet"),
+    (lambda c, m: m + [tool_message(c, "{}"), tool_message(c, "{}")], "already answered"),
+    (lambda c, m: [user("q"), tool_message(c, "{}")], "no assistant message"),
+    (lambda c, m: m + [Message("robot", "x")], "role 'robot'"),
+])
+def test_pairing_errors_say_what_to_append(mutate, words):
+    c, messages = history_with_call()
+    with pytest.raises(UserError, match=words):
+        check_pairing(mutate(c, messages))
+
+
+def test_request_preview_responses_shape():
+    c, messages = history_with_call()
+    body = ResponsesModel(api_key=KEY).request_preview([system("s")] + messages + [tool_message(c, "18C")], [WEATHER])
+    assert body["store"] is False and body["model"] == "gpt-5-mini"
+    assert body["input"] == [
+        {"role": "system", "content": "s"}, {"role": "user", "content": "weather?"},
+        {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": '{"city": "Paris"}'},
+        {"type": "function_call_output", "call_id": "call_1", "output": "18C"}]
+    assert body["tools"][0] == {"type": "function", **WEATHER, "strict": True}
+    assert "include" not in body
+    json.dumps(body)                                     # it is exactly JSON
+
+
+def test_request_preview_chat_shape():
+    c, messages = history_with_call()
+    body = ChatModel(api_key=KEY).request_preview(messages + [tool_message(c, "18C")], [WEATHER])
+    assert body["messages"][1] == {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]}
+    assert body["messages"][2] == {"role": "tool", "tool_call_id": "call_1", "content": "18C"}
+    assert body["tools"][0]["function"]["strict"] is True
+
+
+def test_no_tools_key_when_no_tools():
+    assert "tools" not in ResponsesModel(api_key=KEY).request_preview([user("hi")])
+    assert "tools" not in ChatModel(api_key=KEY).request_preview([user("hi")])
+
+
+def test_live_model_refuses_a_bad_key_before_any_request():
+    with pytest.raises(UserError, match="quotes"):
+        ResponsesModel(api_key=f'"{KEY}"')
+    with pytest.raises(UserError, match="not set"):
+        ChatModel(api_key=None)
+
+
+def test_connect_switch(monkeypatch):
+    offline = connect(script=[say("pong")])
+    assert isinstance(offline, ScriptedModel) and describe(offline).startswith("offline")
+    monkeypatch.setenv("LABKIT_MODE", "live")
+    with pytest.raises(UserError, match="OPENAI_API_KEY is not set"):
+        connect()
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    live = connect()
+    assert isinstance(live, ResponsesModel) and "gpt-5-mini" in describe(live) and KEY not in describe(live)
+    assert isinstance(connect(mode="offline"), ScriptedModel)
+
+
+def test_read_output_skips_unknown_items_and_reads_refusals():
+    items = [{"type": "web_search_call", "id": "ws_1"},
+             {"type": "message", "content": [{"type": "refusal", "refusal": "I can't help with that."}]}]
+    assert read_output(items) == ("I can't help with that.", [])
+
+
+def test_setup_task_reference_passes_and_a_wrong_answer_fails():
+    assert check(TASK.reference, "01_setup", quiet=True)
+    wrong = check(lambda items: ("", []), "01_setup", quiet=True)
+    assert 0 < wrong.passed < wrong.total
+
+
+def test_module_request_preview_needs_no_key(monkeypatch):
+    c, messages = history_with_call()
+    messages = messages + [tool_message(c, "18C")]
+    assert request_preview(messages, [WEATHER]) == ResponsesModel(api_key=KEY).request_preview(messages, [WEATHER])
+    monkeypatch.setenv("LABKIT_API", "chat")
+    monkeypatch.setenv("OPENAI_MODEL", "gpt-test")
+    assert request_preview(messages, [WEATHER]) == ChatModel("gpt-test", api_key=KEY).request_preview(messages, [WEATHER])
+    with pytest.raises(UserError, match="not an API"):
+        request_preview(messages, api="completions")

@@ -1,0 +1,119 @@
+"""Notebook hygiene (what nbval and a learner need), and 01_setup run live against a local server.
+
+nbval itself (strict, with tests/sanitize.cfg) re-executes every notebook and compares outputs;
+these tests check what nbval does not: a fresh-kernel execution order, no errors, nothing
+machine-specific or secret in outputs, the lesson headings in order, a reviewable file size.
+"""
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+HEADINGS = ["Goals", "Prerequisites", "Key ideas", "Build it", "Meet labkit", "Lab", "Go live",
+            "Hands-on task", "Self-check", "Common errors"]
+LEAKS = [
+    (re.compile(r"(?<![\w.])/(?:work|root|home|tmp|private|Users|var/folders)/[^\s'\"]+"), "absolute path"),
+    (re.compile(r"[A-Z]:\\\\Users\\\\"), "Windows user path"),
+    (re.compile(r"\bat 0x[0-9a-fA-F]{6,}\b"), "memory address"),
+    (re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"), "key-like string"),
+    (re.compile(r"\b20\d\d-\d\d-\d\d[ T]\d\d:\d\d"), "clock time"),
+]
+
+
+def output_text(output):
+    if output.get("output_type") == "stream":
+        return "".join(output.get("text", ""))
+    if output.get("output_type") == "error":
+        return "\n".join(output.get("traceback", []))
+    data = output.get("data", {})
+    return "".join("".join(v) if isinstance(v, list) else str(v) for k, v in data.items() if k.startswith("text/"))
+
+
+def problems(nb):
+    found = []
+    if nb.get("nbformat") != 4 or nb.get("metadata", {}).get("kernelspec", {}).get("name") != "python3":
+        found.append("not nbformat 4 with kernelspec python3")
+    if "widgets" in nb.get("metadata", {}):
+        found.append("widget state saved in metadata")
+    expected, headings = 1, []
+    for index, cell in enumerate(nb["cells"]):
+        source = "".join(cell.get("source", ""))
+        if cell["cell_type"] == "markdown":
+            headings += re.findall(r"(?m)^##\s+(.+?)\s*$", source)
+            continue
+        if cell["cell_type"] != "code" or not source.strip():
+            continue
+        if cell.get("execution_count") != expected:
+            found.append(f"cell {index}: execution_count {cell.get('execution_count')}, expected {expected}")
+        expected = (cell.get("execution_count") or expected) + 1
+        for output in cell.get("outputs", []):
+            text = output_text(output)
+            if output.get("output_type") == "error" or (output.get("name") == "stderr" and "Traceback" in text):
+                found.append(f"cell {index}: error output")
+            for pattern, what in LEAKS:
+                if pattern.search(text):
+                    found.append(f"cell {index}: {what} in output: {pattern.search(text).group(0)[:40]}")
+    position = 0
+    for wanted in HEADINGS:
+        later = [i for i, h in enumerate(headings) if h.lower().startswith(wanted.lower()) and i >= position]
+        if not later:
+            found.append(f"heading missing or out of order: ## {wanted}")
+        else:
+            position = later[0]
+    return found
+
+
+def test_there_are_notebooks():
+    assert NOTEBOOKS and NOTEBOOKS[0].name == "01_setup.ipynb"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_hygiene(path):
+    assert path.stat().st_size < 400_000, "too large to review; trim outputs"
+    assert problems(json.loads(path.read_text())) == []
+
+
+def test_hygiene_check_catches_what_it_claims():
+    """The check above can fail: a notebook with each problem planted is rejected for each."""
+    nb = json.loads((ROOT / "notebooks" / "01_setup.ipynb").read_text())
+    code = [c for c in nb["cells"] if c["cell_type"] == "code" and "".join(c["source"]).strip()]
+    code[1]["execution_count"] = 7
+    code[2]["outputs"] = [{"output_type": "stream", "name": "stdout",
+                           "text": "saved to /home/ana/labkit/x at 0x7f3a2b1c9d40 with sk-abcdefghijklmnopqrstu\n"}]
+    code[3]["outputs"] = [{"output_type": "error", "ename": "KeyError", "evalue": "'x'", "traceback": []}]
+    nb["cells"] = [c for c in nb["cells"] if "## Self-check" not in "".join(c["source"])]
+    found = " | ".join(problems(nb))
+    for what in ["execution_count 7", "absolute path", "memory address", "key-like", "error output",
+                 "## Self-check"]:
+        assert what in found, what
+
+
+def test_setup_notebook_runs_live_against_a_local_server():
+    """Done-when of the foundation: LABKIT_MODE=live + LABKIT_BASE_URL to a Responses server, no key leak."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    from fake_server import FakeServer
+    from offline_env import offline_environ
+
+    planted = "sk-planted-live-notebook-0123456789abcdef"
+    other = "sk-openai-key-that-must-stay-home-98765"
+    nb = nbformat.read(ROOT / "notebooks" / "01_setup.ipynb", as_version=4)
+    with FakeServer() as server:
+        env = offline_environ()
+        env.update(LABKIT_MODE="live", LABKIT_BASE_URL=server.url, LABKIT_API="responses",
+                   LABKIT_API_KEY=planted, OPENAI_API_KEY=other)
+        NotebookClient(nb, timeout=120, kernel_name="python3",
+                       resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute(env=env)
+        assert server.requests, "live mode sent nothing to the server"
+        assert all(r["headers"].get("authorization") == f"Bearer {planted}" for r in server.requests)
+        assert other not in json.dumps(server.requests)
+    outputs = json.dumps([c.get("outputs", []) for c in nb.cells])
+    assert planted not in outputs and other not in outputs
+    assert '"output_type": "error"' not in outputs
+    assert "live:" in outputs                           # the Go live cells really ran live
+    assert os.environ.get("LABKIT_MODE") == "offline"   # the test process itself stayed offline
