@@ -83,7 +83,8 @@ class NoteBook:
         path = self.folder / note.file
         assert path.resolve().parent == self.folder.resolve()    # the slug cannot leave the folder
         head = {k: getattr(note, k) for k in ("id", "title", "type", "tags", "created_at", "updated_at")}
-        text = "---\n" + yaml.safe_dump(head, sort_keys=False, allow_unicode=True, width=1000) + "---\n\n" + note.body
+        text = "---\n" + yaml.safe_dump(head, sort_keys=False, allow_unicode=True, width=1000,
+                                           default_flow_style=None) + "---\n\n" + note.body
         temporary = path.with_suffix(".tmp")
         temporary.write_text(text, encoding="utf-8")
         os.replace(temporary, path)               # a crash leaves the old note or the new one, never half
@@ -153,7 +154,7 @@ class NoteBook:
         return sorted(scored, key=lambda pair: (-pair[0], int(pair[1].id[1:])))[:limit]
 
     def _write_index(self):
-        rows = [f"| {n.id} | {n.type} | {clip(n.title.replace('|', '/'), 80)} | {', '.join(n.tags)} | {n.updated_at} "
+        rows = [f"| {n.id} | {n.type} | {clip(n.title.replace('|', '/'), 80)} | {', '.join(n.tags)} | {n.updated_at[:10]} "
                 f"| [{n.file}]({n.file}) |" for n in self.list()]
         text = "# Notes\n\nRead this first; open a note for its details.\n\n"
         text += "| id | type | title | tags | updated | file |\n|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n"
