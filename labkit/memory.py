@@ -295,17 +295,15 @@ class MemoryStore:
                       updated_at=now, expires_at=now + r["ttl_days"] * DAY)
         if status == "kept":
             return WriteResult("kept", old[1], old[1], f"kept {old[1].content!r}, not {values['content']!r}: {reason}")
-        if status == "unchanged":
-            db.execute("UPDATE memories SET updated_at = ?, expires_at = ? WHERE key = ?",
-                       (now, values["expires_at"], old[0]))
-            return WriteResult(status, Memory(**dict(asdict(old[1]), updated_at=now,
-                                                     expires_at=values["expires_at"])), old[1], reason)
+        if status == "unchanged" and old[1].source == "user":
+            values["source"] = "user"     # the same words, repeated by the assistant, stay the user's
         if old:
             key, previous = old
-            db.execute("INSERT INTO history (key, kind, content, source, confidence, importance, updated_at, "
-                       "replaced_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                       (key, previous.kind, previous.content, previous.source, previous.confidence,
-                        previous.importance, previous.updated_at, now))
+            if status == "replaced":
+                db.execute("INSERT INTO history (key, kind, content, source, confidence, importance, updated_at, "
+                           "replaced_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                           (key, previous.kind, previous.content, previous.source, previous.confidence,
+                            previous.importance, previous.updated_at, now))
             db.execute("DELETE FROM terms WHERE key = ?", (key,))
             db.execute(f"UPDATE memories SET ({_COLUMNS}) = ({', '.join('?' * 10)}) WHERE key = ?",
                        (*values.values(), key))
@@ -314,8 +312,8 @@ class MemoryStore:
                              tuple(values.values())).lastrowid
         db.executemany("INSERT INTO terms (tenant, term, key) VALUES (?, ?, ?)",
                        [(r["tenant"], term, key) for term in set(tokens(values["content"]))])
-        message = ("remembered" if status == "created" else
-                   f"replaced {old[1].content!r} with {values['content']!r}: {reason}")
+        message = (f"replaced {old[1].content!r} with {values['content']!r}: {reason}" if status == "replaced"
+                   else reason or "remembered")
         return WriteResult(status, Memory(**values), old[1] if old else None, message)
 
     def _next_id(self, db, tenant):

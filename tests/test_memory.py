@@ -129,6 +129,10 @@ def test_repeating_a_memory_restarts_its_ttl_without_history(store, clock):
     assert remember(store, "ana", "Prefers metric units", id="units", ttl_days=10).status == "unchanged"
     clock.advance(days=9)
     assert store.get("ana", "units") is not None and store.history("ana", "units") == []
+    again = remember(store, "ana", "Prefers metric units", id="units", importance=0.9, source="assistant")
+    assert again.status == "unchanged" and again.memory.importance == 0.9
+    assert store.get("ana", "units").source == "user"       # repeating the user's words keeps them theirs
+    assert [h.memory.id for h in store.recall("ana", "metric")] == ["units"]
 
 
 def test_ids_come_from_a_counter_and_skip_taken_ones(store):
