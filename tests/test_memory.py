@@ -492,6 +492,7 @@ WRITER = textwrap.dedent("""
     from labkit.memory import MemoryStore
     path, worker, count, batch = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     store = MemoryStore(path, busy_timeout=2.0, retries=8)
+    sys.stdin.readline()            # wait for "go", so that every writer starts at the same moment
     for i in range(count):
         store.write_many([{"tenant": "shared", "id": f"{worker}-{i}-{j}", "confirmed": True,
                            "content": f"worker {worker} wrote number {i} part {j}"} for j in range(batch)])
@@ -501,12 +502,20 @@ WRITER = textwrap.dedent("""
 
 def writer(path, worker, count, batch=1):
     return subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(worker), str(count), str(batch)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+
+
+def go(*processes):
+    for p in processes:
+        p.stdin.write("go\n")
+        p.stdin.flush()
 
 
 def test_four_processes_times_200_writes_all_commit(tmp_path):
     path = tmp_path / "shared.sqlite3"
+    MemoryStore(path).close()
     workers = [writer(path, w, 200) for w in range(4)]
+    go(*workers)
     outcomes = [p.communicate(timeout=120) for p in workers]
     for p, (out, err) in zip(workers, outcomes):
         assert p.returncode == 0, err
@@ -522,6 +531,7 @@ def test_a_writer_killed_mid_stream_loses_no_acknowledged_write(tmp_path):
     path = tmp_path / "killed.sqlite3"
     MemoryStore(path).close()
     process = writer(path, "k", 100_000, batch=5)
+    go(process)
     acknowledged = []
     deadline = time.monotonic() + 30
     while len(acknowledged) < 150 and time.monotonic() < deadline:
@@ -529,8 +539,11 @@ def test_a_writer_killed_mid_stream_loses_no_acknowledged_write(tmp_path):
     os.kill(process.pid, signal.SIGKILL)
     acknowledged += [int(line) for line in process.stdout.read().split()]   # acks already in the pipe
     process.wait(timeout=10)
-    process.stderr.close()
-    process.stdout.close()
+    for stream in (process.stdin, process.stdout, process.stderr):
+        try:
+            stream.close()
+        except BrokenPipeError:
+            pass
     assert process.returncode == -signal.SIGKILL and len(acknowledged) >= 150
     raw = sqlite3.connect(path)
     assert raw.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
