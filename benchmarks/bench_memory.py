@@ -13,7 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from labkit.memory import DAY, MemoryStore, idf, recency, score, tokens
+from labkit.memory import MemoryStore, idf, recency, score, tokens
 
 SIZES = (1_000, 100_000)
 WRITES = 200                      # single writes timed at each size

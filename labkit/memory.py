@@ -17,7 +17,7 @@ import re
 import sqlite3
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from itertools import count
 from pathlib import Path
@@ -345,6 +345,7 @@ class MemoryStore:
         return [Memory(*row) for row in rows]
 
     def count(self, tenant):
+        """How many live memories a tenant has. Example: store.count("ana")  ->  3"""
         return self.db.execute("SELECT COUNT(*) FROM memories WHERE tenant = ? AND expires_at > ?",
                                (tenant, self.clock())).fetchone()[0]
 
@@ -410,17 +411,18 @@ class MemoryStore:
         if below_importance is None and older_than_days is None and keep is None:
             raise UserError("forget() needs below_importance=, older_than_days= or keep= — say what to forget")
         now = self.clock()
-        drop = {m.id for m in self.list(tenant)
-                if (below_importance is not None and m.importance < below_importance)
-                or (older_than_days is not None and m.updated_at < now - older_than_days * DAY)}
-        if keep is not None:
-            alive = [m for m in self.list(tenant) if m.id not in drop]
-            alive.sort(key=lambda m: (score(1.0, recency(now - m.updated_at, half_life_days), m.importance),
-                                      m.updated_at), reverse=True)
-            drop |= {m.id for m in alive[max(keep, 0):]}
-        self._write(lambda db: db.executemany("DELETE FROM memories WHERE tenant = ? AND id = ?",
-                                              [(tenant, i) for i in drop]))
-        return sorted(drop)
+
+        def work(db):        # subtle: choose and delete in one transaction, so no write slips in between
+            alive = self.list(tenant)
+            drop = {m.id for m in alive if (below_importance is not None and m.importance < below_importance)
+                    or (older_than_days is not None and m.updated_at < now - older_than_days * DAY)}
+            if keep is not None:
+                rest = sorted((m for m in alive if m.id not in drop), reverse=True, key=lambda m: (
+                    score(1.0, recency(now - m.updated_at, half_life_days), m.importance), m.updated_at))
+                drop |= {m.id for m in rest[max(keep, 0):]}
+            db.executemany("DELETE FROM memories WHERE tenant = ? AND id = ?", [(tenant, i) for i in drop])
+            return sorted(drop)
+        return self._write(work)
 
     def export(self, tenant):
         """Everything stored about a tenant, with history, as JSON-able data. Example: store.export("ana")"""

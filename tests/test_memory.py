@@ -1,6 +1,5 @@
 """labkit.memory: the write policy, expiry, tenants, ranking, forgetting, processes sharing one file."""
 import json
-import math
 import os
 import random
 import signal
