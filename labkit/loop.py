@@ -45,9 +45,10 @@ class Decision:
 class Guard:
     """The seam for 05_guardrails. Subclass it; every method's default lets the loop go on.
 
-    before_model(run) and before_tool(run, call, tool) return None or a Decision; after_tool(run,
-    call, result) returns the result the model will read (e.g. wrapped as untrusted data).
-    Every Decision and every changed result is recorded in the trace.
+    before_model(run) and before_tool(run, call, tool) return None or a Decision (`run` is the
+    RunResult so far: turns, tool_calls, usage, messages; `tool` is None for an unknown name);
+    after_tool(run, call, result) returns the result the model will read (e.g. wrapped as
+    untrusted data). Every Decision and every changed result is recorded in the trace.
     """
 
     def before_model(self, run):
@@ -205,3 +206,301 @@ def run(task, model, tools, max_turns=6, max_calls=8, system=None, history=(), g
             decision = _call_tool(result, call, registry, guard, clock)
             if decision:
                 return _finish(result, decision.reason, decision.message, clock, reply.tool_calls)
+
+
+# ---------------------------------------------------------------- the ReAct text protocol
+
+REACT_PROMPT = """Answer the task. You can use these tools:
+{tools}
+
+Work step by step. In each reply write either one action:
+
+Thought: what you will do next, and why
+Action: the tool name
+Action Input: the arguments, as one JSON object
+
+or, when you know the answer:
+
+Thought: why you are done
+Finish[your answer]
+
+After an action you get "Observation: <the tool result as JSON>". Write one action per reply and
+never write an Observation yourself."""
+
+
+def describe_tools(registry):
+    """One line per tool for a text prompt: name(argument: type, ...): description."""
+    lines = []
+    for t in registry:
+        args = ", ".join(f"{name}: {schema.get('type')}" for name, schema in t.parameters["properties"].items())
+        lines.append(f"- {t.name}({args}): {t.description}")
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class ReactStep:
+    kind: str                 # "action" | "finish"
+    thought: str = ""
+    tool: str = ""            # action: the tool name
+    arguments: str = "{}"     # action: the raw JSON text, parsed and validated later by execute()
+    answer: str = ""          # finish: the final answer
+
+
+def parse_react(text):
+    """Read one ReAct reply; tolerant of prose around it, code fences and case drift.
+
+    Raises ModelBehaviorError (with what to write instead) when there is no Action or Finish.
+    Example: parse_react('Thought: sum\\nAction: calculate\\nAction Input: {"expression": "2+2"}')
+             ->  ReactStep("action", "sum", "calculate", '{"expression": "2+2"}')
+    """
+    text = re.sub(r"```[A-Za-z]*", "", text or "")
+    text = re.split(r"(?im)^\s*observation\s*:", text)[0]      # subtle: what follows is invented
+    thought = re.search(r"(?im)^\s*thought\s*:\s*(.*)$", text)
+    thought = thought.group(1).strip() if thought else ""
+    action = re.search(r"(?im)^\s*action\s*:\s*[`'\"]?([A-Za-z0-9_-]+)", text)
+    finish = re.search(r"(?is)\bfinish\s*\[(.*)\]", text) or re.search(r"(?is)final answer\s*:\s*(.+)", text)
+    if action and (not finish or action.start() < finish.start()):
+        given = re.search(r"(?is)action[\s_]*input\s*:\s*(.*)", text[action.end():])
+        raw = given.group(1).strip() if given else ""
+        start = raw.find("{")
+        try:                            # cut the JSON object out of any prose after it
+            raw = raw[start:json.JSONDecoder().raw_decode(raw, start)[1]] if start >= 0 else raw
+        except ValueError:
+            pass                        # execute() will explain what is wrong with it
+        return ReactStep("action", thought, action.group(1), raw.strip() or "{}")
+    if finish and finish.group(1).strip():
+        return ReactStep("finish", thought, answer=finish.group(1).strip())
+    raise ModelBehaviorError("no Action or Finish[...] found in the reply — write 'Action: <tool>' and "
+                             "'Action Input: {...}', or 'Finish[<answer>]'")
+
+
+def run_react(task, model, tools, max_turns=6, max_calls=8, clock=time.perf_counter):
+    """The loop over the ReAct text protocol: tools are described in the prompt, not sent as tools.
+
+    A reply that cannot be parsed is answered with an Observation saying how to fix it; two in a
+    row stop the run (parse_error). Example: run_react("2+2?", model, [calculate]).answer
+    """
+    registry = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
+    result = RunResult(trace=Trace(clock), task=task, elapsed=clock())
+    result.messages = [system_message(REACT_PROMPT.format(tools=describe_tools(registry))), user(task)]
+    unreadable = 0
+    while True:
+        if result.turns >= max_turns:
+            return _finish(result, "turn_limit", f"used all {max_turns} turns", clock)
+        result.turns += 1
+        reply = model.respond(result.messages, ())         # no structured tools: the protocol is text
+        result.usage = result.usage + (reply.usage or Usage())
+        result.trace.model(result.turns, reply)
+        result.messages.append(reply.to_message())
+        if reply.status != "completed":
+            return _finish(result, "model_incomplete", reply.incomplete_reason or "", clock)
+        try:
+            step = parse_react(reply.text)
+        except ModelBehaviorError as exc:
+            unreadable += 1
+            if unreadable == 2:
+                return _finish(result, "parse_error", "two replies in a row could not be parsed", clock)
+            result.trace.add("note", result.turns, f"unparsable reply: {exc}")
+            result.messages.append(user(f"Observation: {exc}"))
+            continue
+        unreadable = 0
+        if step.kind == "finish":
+            result.answer = step.answer
+            return _finish(result, "completed", "", clock)
+        if result.tool_calls >= max_calls:
+            return _finish(result, "tool_limit", f"more than {max_calls} tool calls", clock)
+        call = ToolCall(f"react_{result.tool_calls + 1}", step.tool, step.arguments)
+        outcome = execute(call, registry)
+        _record(result, call, outcome)
+        result.messages[-1] = user("Observation: " + result_text(outcome))   # text protocol: no tool role
+        if outcome.get("error") == "permission_denied":
+            return _finish(result, "permission_denied", outcome["message"], clock)
+
+
+# ---------------------------------------------------------------- plan-and-execute
+
+PLANNER_PROMPT = """Break the task into at most {max_steps} short steps, each doable with these tools:
+{tools}
+Reply with a numbered list of steps and nothing else. The last step answers the task."""
+EXECUTOR_PROMPT = "Task: {task}\nPlan: {plan}\nNow do step {number} of {total} only: {step}"
+
+
+def parse_plan(text, max_steps=5):
+    """The steps of a numbered (or bulleted) list. Example: parse_plan("1. a\\n2. b")  ->  ["a", "b"]"""
+    steps = [s.strip() for s in re.findall(r"(?m)^\s*(?:\d+[.):]|[-*•])\s+(.+)$", text or "")]
+    if not steps:
+        raise ModelBehaviorError("the plan has no numbered steps — reply with '1. ...', '2. ...'")
+    if len(steps) > max_steps:
+        raise ModelBehaviorError(f"the plan has {len(steps)} steps; the limit is {max_steps} — merge steps")
+    return steps
+
+
+def plan_and_execute(task, model, tools, max_steps=5, max_turns=4, max_calls=8, clock=time.perf_counter):
+    """Ask the model for a plan, then run() each step with the history so far.
+
+    max_turns and max_calls apply to each step. The answer is the last step's answer.
+    Example: plan_and_execute("Pack for London?", model, [get_weather, read_doc]).completed
+    """
+    registry = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
+    result = RunResult(trace=Trace(clock), task=task, elapsed=clock())
+    result.messages = [system_message(PLANNER_PROMPT.format(max_steps=max_steps, tools=describe_tools(registry))),
+                       user(task)]
+    reply = model.respond(result.messages, ())
+    result.turns, result.usage = 1, result.usage + (reply.usage or Usage())
+    result.trace.model(1, reply)
+    result.messages.append(reply.to_message())
+    try:
+        steps = parse_plan(reply.text, max_steps)
+    except ModelBehaviorError as exc:
+        return _finish(result, "parse_error", str(exc), clock)
+    history = result.messages[1:]
+    for number, step in enumerate(steps, 1):
+        result.trace.add("note", result.turns, f"step {number}/{len(steps)}: {step}")
+        prompt = EXECUTOR_PROMPT.format(task=task, plan="; ".join(steps), number=number, total=len(steps), step=step)
+        part = run(prompt, model, registry, max_turns, max_calls, history=history, clock=clock)
+        result.trace.events += [replace(e, turn=e.turn + result.turns) for e in part.trace.events if e.kind != "stop"]
+        result.turns += part.turns
+        result.tool_calls += part.tool_calls
+        result.tool_failures += part.tool_failures
+        result.usage = result.usage + part.usage
+        result.messages = part.messages
+        history = part.messages[1:]
+        if part.status != "completed":
+            result.unfinished = [f"step {n}: {s}" for n, s in enumerate(steps[number - 1:], number)]
+            return _finish(result, part.status, f"step {number} stopped: {part.status}", clock)
+        result.completed.append(f"step {number}: {step} -> {clip(part.answer, 60)}")
+        result.answer = part.answer
+    return _finish(result, "completed", "", clock)
+
+
+# ---------------------------------------------------------------- scenarios and the evaluation table
+
+RATES = {"EUR": 1.0, "GBP": 0.86, "JPY": 163.0, "USD": 1.08}    # invented teaching data
+
+
+@tool
+def exchange_rate(currency: str) -> dict:
+    """How many units of a currency one euro buys, from fixed teaching data (not live rates).
+
+    Args:
+        currency: a three-letter currency code, e.g. "JPY"
+    """
+    # A deliberate bug for the lesson: an unknown code raises KeyError instead of a helpful ToolError.
+    return {"currency": currency, "per_euro": RATES[currency.upper()], "source": "fixed teaching data"}
+
+
+EVALS = REPO_ROOT / "data" / "evals" / "loop_scenarios.json"
+
+
+def scenario_tools():
+    """The tools a scenario may name, by name (the docs tools read data/docs)."""
+    from .tools import calculate, get_weather, list_docs, read_doc
+    return {t.name: t for t in (calculate, get_weather, list_docs, read_doc, exchange_rate)}
+
+
+def script_step(data):
+    """A scripted Step from its JSON form: {"say": ...}, {"call": name, "arguments": {...}},
+    {"raw_call": name, "arguments": "..."}, {"incomplete": text, "reason": ...} or {"turn": [...]}."""
+    if "say" in data:
+        return Step(text=data["say"])
+    if "call" in data:
+        return Step(calls=((data["call"], json.dumps(data["arguments"], ensure_ascii=False)),))
+    if "raw_call" in data:
+        return Step(calls=((data["raw_call"], data["arguments"]),))
+    if "incomplete" in data:
+        return Step(text=data["incomplete"], status="incomplete", incomplete_reason=data.get("reason"))
+    if "turn" in data:
+        parts = [script_step(d) for d in data["turn"]]
+        return Step(" ".join(p.text for p in parts if p.text), sum((p.calls for p in parts), ()))
+    raise UserError(f"scenario step {data!r} is not a step — use say, call, raw_call, incomplete or turn")
+
+
+@dataclass
+class Scenario:
+    name: str
+    task: str
+    tools: list               # tool names, see scenario_tools()
+    script: list              # [Step, ...]: what the scripted model says
+    expect_status: str        # the stop reason the scripted run must end with
+    answer_contains: list     # words a successful answer contains (case-insensitive)
+    trace: list               # the expected trace lines of the scripted run
+    max_turns: int = 6
+    max_calls: int = 8
+    about: str = ""
+
+
+def load_scenarios(path=EVALS):
+    """The frozen scenario set. Example: [s.name for s in load_scenarios()]"""
+    data = json.loads(open(path, encoding="utf-8").read())
+    return [Scenario(s["name"], s["task"], s["tools"], [script_step(d) for d in s["script"]], s["expect_status"],
+                     s.get("answer_contains", []), s.get("trace", []), s.get("max_turns", 6), s.get("max_calls", 8),
+                     s.get("about", "")) for s in data["scenarios"]]
+
+
+def run_scenario(scenario, model=None, clock=time.perf_counter):
+    """Run one scenario on its scripted model (or on `model`, e.g. a live one)."""
+    tools = [scenario_tools()[name] for name in scenario.tools]
+    model = model if model is not None else ScriptedModel(scenario.script)
+    return run(scenario.task, model, tools, scenario.max_turns, scenario.max_calls, clock=clock)
+
+
+def succeeded(scenario, result):
+    """Task success: completed, and the answer has every expected word."""
+    return result.status == "completed" and all(w.casefold() in result.answer.casefold()
+                                                for w in scenario.answer_contains)
+
+
+@dataclass
+class Report:
+    rows: list                # [(scenario name, RunResult, success), ...]
+
+    def summary(self):
+        results = [r for _, r, _ in self.rows]
+        calls = sum(r.tool_calls for r in results)
+        return {"scenarios": len(results), "success_rate": sum(ok for *_, ok in self.rows) / len(results),
+                "mean_turns": sum(r.turns for r in results) / len(results),
+                "tool_failure_rate": sum(r.tool_failures for r in results) / calls if calls else 0.0,
+                "tokens": sum(r.usage.total_tokens for r in results)}
+
+    def __repr__(self):
+        head = f"{'scenario':<24} {'status':<17} {'turns':>5} {'calls':>5} {'failed':>6} {'tokens':>6}  success"
+        lines = [head] + [f"{name:<24} {r.status:<17} {r.turns:>5} {r.tool_calls:>5} {r.tool_failures:>6} "
+                          f"{r.usage.total_tokens:>6}  {'yes' if ok else 'no'}" for name, r, ok in self.rows]
+        s = self.summary()
+        return "\n".join(lines + [f"success rate {s['success_rate']:.0%}   mean turns {s['mean_turns']:.1f}   "
+                                  f"tool failure rate {s['tool_failure_rate']:.0%}   tokens {s['tokens']}"])
+
+
+def evaluate(scenarios, model_for=None):
+    """Run every scenario and score it. model_for(scenario) picks the model (default: its script).
+
+    Example: evaluate(load_scenarios())   # offline; model_for=lambda s: connect(script=s.script) for live
+    """
+    rows = []
+    for scenario in scenarios:
+        result = run_scenario(scenario, model_for(scenario) if model_for else None)
+        rows.append((scenario.name, result, succeeded(scenario, result)))
+    return Report(rows)
+
+
+# ---------------------------------------------------------------- 04_loop hands-on task
+
+def _task():
+    from .check import Case, Task
+    from .models import Reply
+    weather = ToolCall("call_1", "get_weather", '{"city": "Paris"}')
+    return Task("decide what the loop does with a reply (next_action)", [
+        Case("a plain answer", (Reply("It is 14 °C."),), "completed", "text and no tool calls: the model is done"),
+        Case("one tool call", (Reply("", [weather]),), "run_tools", "any tool call means: run the tools"),
+        Case("text and a tool call", (Reply("Checking.", [weather]),), "run_tools",
+             "text next to a call is commentary; the calls still have to run"),
+        Case("nothing at all", (Reply(""),), "empty_output", "no text and no calls is empty_output, not an answer"),
+        Case("only whitespace", (Reply(" \n "),), "empty_output", "strip the text before deciding it is an answer"),
+        Case("cut short", (Reply("The answer is", status="incomplete", incomplete_reason="max_output_tokens"),),
+             "model_incomplete", "check reply.status first: a cut-short reply is not an answer"),
+        Case("cut short with a call", (Reply("", [weather], status="incomplete"),), "model_incomplete",
+             "a call from a cut-short reply may have truncated arguments: never run it"),
+    ], reference=next_action)
+
+
+TASK = _task()

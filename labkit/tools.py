@@ -415,7 +415,7 @@ def failure(kind, message):
 
 
 def _capped(data):
-    text = json.dumps(data, ensure_ascii=False)
+    text = json.dumps(data, ensure_ascii=False, allow_nan=False)
     if len(text) <= MAX_RESULT_CHARS:
         return {"ok": True, "data": data}
     marker = f" ...[truncated: showing {MAX_RESULT_CHARS:,} of {len(text):,} characters]"
@@ -444,26 +444,23 @@ def execute(call, registry, allowed=None):
         return failure(exc.kind, f"{exc} (then call {t.name} again)")
     try:
         data = t.fn(**arguments)
-        json.dumps(data, ensure_ascii=False)
     except PermissionError as exc:
         return failure("permission_denied", redact(f"{t.name} was refused: {exc}"))
     except ToolError as exc:
         return failure(exc.kind, redact(str(exc)))
-    except TypeError as exc:
-        if "JSON serializable" in str(exc):
-            return failure("bad_result", f"{t.name} returned something that is not JSON — a bug in the "
-                                         "tool, not your call; try another way or tell the user")
-        return failure("tool_crashed", redact(f"{t.name} crashed (TypeError: {exc}) — a bug in the tool, "
-                                              "not your call; try another way or tell the user"))
     except Exception as exc:            # subtle: a crashing tool is the tool's fault; the run goes on
         return failure("tool_crashed", redact(f"{t.name} crashed ({type(exc).__name__}: {exc}) — a bug in "
                                               "the tool, not your call; try another way or tell the user"))
-    return _capped(data)
+    try:
+        return _capped(data)
+    except (TypeError, ValueError):     # a set, an object, NaN: nothing the model could read as JSON
+        return failure("bad_result", f"{t.name} returned something that is not JSON — a bug in the tool, "
+                                     "not your call; try another way or tell the user")
 
 
 def result_text(result):
     """The tool message content for a result. Example: result_text({"ok": True, "data": 4}) -> '{"ok": true, "data": 4}'"""
-    return json.dumps(result, ensure_ascii=False)
+    return json.dumps(result, ensure_ascii=False, allow_nan=False)
 
 
 # ---------------------------------------------------------------- teaching tools
@@ -580,12 +577,13 @@ def doc_tools(root=DOCS_DIR):
         return {"docs": _doc_names(root)}
 
     @tool
-    def read_doc(name: str) -> dict:
+    def read_doc(doc: str) -> dict:
         """Read one handbook document by its name, as list_docs shows it.
 
         Args:
-            name: a document name from list_docs, e.g. "handbook-tools.md"
+            doc: a document name from list_docs, e.g. "handbook-tools.md"
         """
+        name = doc
         why = _refuse_name(name)
         if why:
             raise ToolError(f"refused {name[:60]!r}: {why} — call list_docs and use a name it shows", "refused")

@@ -347,6 +347,8 @@ def spy_registry(log):
             raise RuntimeError("auth failed for sk-abcdefghijklmnopqrstuvwxyz123456")
         if reason == "json":
             return {1, 2}
+        if reason == "nan":
+            return float("nan")
         if reason == "big":
             return "x" * 10_000
         raise KeyError(reason)
@@ -360,7 +362,7 @@ def spy_registry(log):
     ("add", '{"a": 1, "b": 2', "invalid_json"), ("add", '{"a": NaN, "b": 2}', "invalid_json"),
     ("subtract", '{"a": 1, "b": 2}', "unknown_tool"), ("explode", '{"reason": "permission"}', "permission_denied"),
     ("explode", '{"reason": "tool"}', "not_found"), ("explode", '{"reason": "other"}', "tool_crashed"),
-    ("explode", '{"reason": "json"}', "bad_result"),
+    ("explode", '{"reason": "json"}', "bad_result"), ("explode", '{"reason": "nan"}', "bad_result"),
 ])
 def test_execute_turns_every_failure_into_a_result(name, arguments, kind):
     log = []
@@ -489,7 +491,7 @@ PATH_ESCAPES = [
 
 @pytest.mark.parametrize("name", PATH_ESCAPES)
 def test_read_doc_escape_attempts_are_all_refused(docs, name):
-    result = execute(ToolCall("c", "read_doc", json.dumps({"name": name})), docs)
+    result = execute(ToolCall("c", "read_doc", json.dumps({"doc": name})), docs)
     assert result["ok"] is False and SECRET not in json.dumps(result)
     assert result["error"] in ("refused", "not_found", "too_large")
 
@@ -497,9 +499,9 @@ def test_read_doc_escape_attempts_are_all_refused(docs, name):
 def test_read_doc_reads_listed_docs_and_says_what_to_do_when_missing(docs):
     listed = execute(ToolCall("c", "list_docs", "{}"), docs)
     assert listed == {"ok": True, "data": {"docs": ["handbook-big.md", "handbook-nul.md", "handbook-tools.md"]}}
-    ok = execute(ToolCall("c", "read_doc", '{"name": "handbook-tools.md"}'), docs)
+    ok = execute(ToolCall("c", "read_doc", '{"doc": "handbook-tools.md"}'), docs)
     assert ok == {"ok": True, "data": {"name": "handbook-tools.md", "text": "# Tools\nUse them well.\n"}}
-    missing = execute(ToolCall("c", "read_doc", '{"name": "handbook-retries.md"}'), docs)
+    missing = execute(ToolCall("c", "read_doc", '{"doc": "handbook-retries.md"}'), docs)
     assert missing["error"] == "not_found" and "call list_docs" in missing["message"]
 
 
@@ -507,7 +509,7 @@ def test_the_shipped_handbook_is_readable():
     names = list_docs()["docs"]
     assert len(names) >= 3 and all(n.startswith("handbook-") for n in names)
     for name in names:
-        assert read_doc(name=name)["text"].startswith("# ")
+        assert read_doc(doc=name)["text"].startswith("# ")
 
 
 # ---------------------------------------------------------------- the hands-on task
