@@ -3,7 +3,9 @@
 01_setup: config (settings, explain, doctor), models (Message, Reply, ScriptedModel), live (API adapters).
 02_tools: tools (Tool, tool, ToolRegistry, execute, validate_arguments).
 04_loop: loop (run, RunResult, Guard), trace (Trace).
-Later stages are imported from their modules: labkit.memory, labkit.rag, labkit.runtime, ...
+07_runtime: runtime (ToolRuntime, operation_id, reduce, run_agent).
+03_memory (labkit.memory, labkit.notes) is imported from its module: `python -m labkit.memory` must not
+find it already imported.
 """
 from .check import check
 from .config import doctor, explain, load_settings, redact
@@ -13,6 +15,7 @@ from .loop import STOP_REASONS, Decision, Guard, RunResult, run
 from .live import ChatModel, ResponsesModel, connect, describe, request_preview
 from .models import (Message, Reply, ScriptedModel, ToolCall, ToolSpec, Usage, call, incomplete, raw_call, say,
                      system, tool_message, turn, user)
+from .runtime import Action, OperationStore, State, ToolRuntime, operation_id, reduce, run_agent
 from .tools import (RISKS, ArgumentError, Tool, ToolRegistry, UnsupportedSchema, execute, parse_arguments, tool,
                     validate_arguments)
 from .trace import Trace
@@ -27,5 +30,6 @@ __all__ = [
     "STOP_REASONS", "Decision", "Guard", "RunResult", "run",
     "RISKS", "ArgumentError", "Tool", "ToolRegistry", "UnsupportedSchema", "execute", "parse_arguments", "tool",
     "validate_arguments",
+    "Action", "OperationStore", "State", "ToolRuntime", "operation_id", "reduce", "run_agent",
     "Trace",
 ]
