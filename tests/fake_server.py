@@ -1,6 +1,7 @@
 """A fake OpenAI-compatible model server on 127.0.0.1, for driving the real `openai` SDK in tests.
 
-It speaks POST /v1/responses and POST /v1/chat/completions. By default it behaves like a tiny,
+It speaks POST /v1/responses, POST /v1/chat/completions and POST /v1/embeddings (hashed
+bag-of-words vectors: deterministic, and similar texts get similar vectors). By default it behaves like a tiny,
 predictable model: offered tools and not yet given a tool output, it calls the first tool with
 arguments filled from the schema; otherwise it answers in text. Like the real API it refuses a
 function_call_output whose call_id it never saw in the input, and (under store=false) a replayed
@@ -11,7 +12,10 @@ A test can instead queue faults: server.fail_next("401"), "403", "404", "429", "
 (path, headers, body) in server.requests, so tests can check what was sent, and to whom.
 Usage: with FakeServer() as server: ResponsesModel(base_url=server.url, ...)
 """
+import hashlib
 import json
+import math
+import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -48,6 +52,8 @@ class _Handler(BaseHTTPRequestHandler):
             status, payload = server.responses_reply(body, fault, self.headers)
         elif self.path.endswith("/chat/completions"):
             status, payload = server.chat_reply(body, fault, self.headers)
+        elif self.path.endswith("/embeddings"):
+            status, payload = server.embeddings_reply(body, fault, self.headers)
         else:
             status, payload = 404, {"error": {"message": f"no route {self.path}", "type": "not_found"}}
         self._send(status, payload, fault)
@@ -193,3 +199,20 @@ class FakeServer:
         if fault == "no_usage":
             del payload["usage"]
         return 200, payload
+
+    # ------------------------------------------------------------ /v1/embeddings
+
+    def embeddings_reply(self, body, fault, headers, dimensions=64):
+        if fault in _ERRORS:
+            return self._error(fault, body.get("model"), headers)
+        texts = body.get("input")
+        texts = [texts] if isinstance(texts, str) else list(texts or [])
+        data = []
+        for index, text in enumerate(texts):
+            vector = [0.0] * dimensions
+            for word in re.findall(r"\w+", str(text).lower()):
+                vector[int(hashlib.sha256(word.encode()).hexdigest(), 16) % dimensions] += 1.0
+            norm = math.sqrt(sum(v * v for v in vector)) or 1.0
+            data.append({"object": "embedding", "index": index, "embedding": [v / norm for v in vector]})
+        return 200, {"object": "list", "data": data, "model": body.get("model"),
+                     "usage": {"prompt_tokens": 3 * len(texts), "total_tokens": 3 * len(texts)}}

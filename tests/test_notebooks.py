@@ -92,28 +92,41 @@ def test_hygiene_check_catches_what_it_claims():
         assert what in found, what
 
 
-def test_setup_notebook_runs_live_against_a_local_server():
-    """Done-when of the foundation: LABKIT_MODE=live + LABKIT_BASE_URL to a Responses server, no key leak."""
+def run_live(path, api, planted="sk-planted-live-notebook-0123456789abcdef",
+             other="sk-openai-key-that-must-stay-home-98765"):
+    """Execute a notebook with LABKIT_MODE=live against the fake server; return (outputs, requests)."""
     import nbformat
     from nbclient import NotebookClient
 
     from fake_server import FakeServer
     from offline_env import offline_environ
 
-    planted = "sk-planted-live-notebook-0123456789abcdef"
-    other = "sk-openai-key-that-must-stay-home-98765"
-    nb = nbformat.read(ROOT / "notebooks" / "01_setup.ipynb", as_version=4)
+    nb = nbformat.read(path, as_version=4)
     with FakeServer() as server:
         env = offline_environ()
-        env.update(LABKIT_MODE="live", LABKIT_BASE_URL=server.url, LABKIT_API="responses",
+        env.update(LABKIT_MODE="live", LABKIT_BASE_URL=server.url, LABKIT_API=api,
                    LABKIT_API_KEY=planted, OPENAI_API_KEY=other)
-        NotebookClient(nb, timeout=120, kernel_name="python3",
-                       resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute(env=env)
-        assert server.requests, "live mode sent nothing to the server"
-        assert all(r["headers"].get("authorization") == f"Bearer {planted}" for r in server.requests)
-        assert other not in json.dumps(server.requests)
+        NotebookClient(nb, timeout=300, kernel_name="python3",
+                       resources={"metadata": {"path": str(path.parent)}}).execute(env=env)
+        requests = list(server.requests)
     outputs = json.dumps([c.get("outputs", []) for c in nb.cells])
-    assert planted not in outputs and other not in outputs
+    assert planted not in outputs and other not in outputs, "a key reached a notebook output"
+    assert all(r["headers"].get("authorization") == f"Bearer {planted}" for r in requests)
+    assert other not in json.dumps(requests), "the OpenAI key was sent to a non-OpenAI server"
     assert '"output_type": "error"' not in outputs
-    assert "live:" in outputs                           # the Go live cells really ran live
+    return outputs, requests
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_runs_live_against_a_local_server(path):
+    """With LABKIT_MODE=live and a server speaking the Responses API, every notebook runs top to
+    bottom without error, its Go live cells really talk to the server, and no key leaks."""
+    outputs, requests = run_live(path, "responses")
+    assert requests, "live mode sent nothing to the server"
+    assert "live:" in outputs                           # describe(model) in a Go live cell
     assert os.environ.get("LABKIT_MODE") == "offline"   # the test process itself stayed offline
+
+
+def test_setup_notebook_runs_live_over_chat_completions():
+    outputs, requests = run_live(ROOT / "notebooks" / "01_setup.ipynb", "chat")
+    assert any(r["path"].endswith("/chat/completions") for r in requests)
