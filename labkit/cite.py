@@ -213,6 +213,25 @@ def citation_report(answer, sources, judge=supports):
                           counts[True], counts[False], counts[None], unknown)
 
 
+def sources_read(messages):
+    """The source ids an agent actually read (get_document results in its history), in order.
+
+    Example: validate_answer(parse_answer(result.answer), sources_read(result.messages))
+    """
+    seen = []
+    for m in messages:
+        if m.role != "tool":
+            continue
+        try:
+            result = json.loads(m.content)
+        except json.JSONDecodeError:
+            continue
+        data = result.get("data") if isinstance(result, dict) and result.get("ok") else None
+        if isinstance(data, dict) and "text" in data and data.get("source_id") not in seen:
+            seen.append(data["source_id"])
+    return seen
+
+
 def best_sentence(question, text):
     """The sentence of `text` sharing the most distinct words with the question (earliest on a tie)."""
     prose = " ".join(line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#"))

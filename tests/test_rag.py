@@ -20,6 +20,7 @@ from labkit.embed import (MINILM_SHA256, MiniLM, OpenAIEmbedder, cache_key, cosi
                           file_sha256, mmr, verify_weights)
 from labkit.errors import ModelBehaviorError, ToolError, UserError
 from labkit.rag import (CORPUS, DOCS_DIR, BM25Index, Chunk, Document, Library, bm25_naive, chunk_corpus,
+                        source_tools,
                         chunk_document, evaluate, get_document, load_corpus, load_queries, rank_metrics, rrf,
                         search_local_sources, token_windows, tokenize)
 
@@ -485,3 +486,29 @@ def test_extractive_answer_quotes_and_cites_or_reports_insufficient_evidence(lib
     assert citation_report(answer, library.by_id).support_precision == 1.0
     refused = extractive_answer("x", hits, answerable=False)
     assert refused.status == "insufficient_evidence" and refused.claims == []
+
+
+# ---------------------------------------------------------------- the tools in a real loop
+
+def test_agent_searches_reads_recovers_from_a_bad_id_and_cites_what_it_read(library):
+    from labkit.cite import sources_read
+    from labkit.loop import run
+    from labkit.models import ScriptedModel, call, say
+
+    def read_first_hit(messages, tools):               # the model picks the first source_id it was shown
+        first = json.loads(messages[-1].content)["data"][0]["source_id"]
+        return call("get_document", source_id=first)
+    answer = json.dumps({"status": "answered", "claims": [
+        {"text": "Jitter adds randomness to each delay so that clients spread out.", "source_ids": ["retries#4"]}]})
+    model = ScriptedModel([call("get_document", source_id="retries#99"),
+                           call("search_local_sources", query="jitter thundering herd"),
+                           read_first_hit, say(answer)])
+    result = run("Why add jitter to backoff?", model, source_tools(library))
+    assert result.status == "completed" and result.tool_calls == 3 and result.tool_failures == 1
+    first = json.loads(result.messages[3].content)
+    assert first["ok"] is False and first["error"] == "source_not_found" and "retries#4" not in first["message"]
+    assert sources_read(result.messages) == ["retries#4"]
+    parsed = parse_answer(result.answer)
+    assert validate_answer(parsed, sources_read(result.messages)) == []
+    assert citation_report(parsed, library.by_id).support_precision == 1.0
+    assert [t.name for t in source_tools(library)] == ["search_local_sources", "get_document"]
