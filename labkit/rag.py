@@ -10,14 +10,13 @@ incremental index updates, and a trained model to judge support (a lexical check
 """
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from .config import REPO_ROOT
-from .errors import ModelBehaviorError, ToolError, UserError
-from .models import estimate_tokens
+from .errors import ToolError, UserError
 
 DOCS_DIR = REPO_ROOT / "data" / "docs"
 EVALS_DIR = REPO_ROOT / "data" / "evals"
@@ -117,8 +116,10 @@ def _paragraphs(text, start, end, max_chars, overlap):
             window = text[s + max_chars // 2:s + max_chars]
             cut = max(window.rfind(c) for c in " \n。！？；，") + 1
             cut = s + max_chars // 2 + cut if cut > 0 else s + max_chars
-            units.append((s, cut))
-            s = max(cut - overlap, s + 1)                 # the next piece repeats `overlap` chars
+            units.append((s, len(text[s:cut].rstrip()) + s))
+            s = max(cut - overlap, s + 1)                 # the next piece repeats up to `overlap` chars,
+            space = text.find(" ", s, cut)                # starting at a word when there is a space
+            s = space + 1 if space != -1 else s
         units.append((s, e))
     return units
 
@@ -149,6 +150,7 @@ def _check_sizes(size, overlap, unit):
 def chunk_document(doc, max_chars=600, overlap=100):
     """Heading- and paragraph-aware chunks of at most max_chars, never crossing a heading.
 
+    Does not handle: "#" lines inside code blocks (they count as headings), tables, front matter.
     Example: chunk_document(doc)[0].source_id  ->  "retries#1"
     """
     _check_sizes(max_chars, overlap, "characters")
@@ -191,7 +193,7 @@ def bm25_naive(docs_tokens, query_tokens, k1=1.5, b=0.75):
 
     Lucene variant (bm25s method="lucene"): sum over query tokens (repeats count again) of
     idf * tf / (tf + k1 * (1 - b + b * len / avg_len)).
-    Example: bm25_naive([["a", "b"], ["b"]], ["a"])  ->  [0.9808..., 0.0]
+    Example: bm25_naive([["a", "b"], ["b"]], ["a"])  ->  [0.2410..., 0.0]
     """
     n = len(docs_tokens)
     avg_len = sum(map(len, docs_tokens)) / n or 1.0

@@ -91,7 +91,8 @@ def test_a_long_paragraph_is_cut_into_overlapping_pieces():
     for a, b in zip(body, body[1:]):
         assert a.start < b.start < a.end and 0 < a.end - b.start <= 50   # overlap, and progress
     assert pieces[-1].text == "## Next\n\nShort." and pieces[-1].heading == "Next"
-    assert all(text[c.start:c.end] == c.text for c in pieces)
+    assert all(text[c.start:c.end] == c.text == c.text.strip() for c in pieces)
+    assert all(text[c.start - 1] == " " and text[c.start:c.start + 4] == "word" for c in body[1:])  # whole words
 
 
 def test_short_paragraphs_overlap_by_whole_paragraphs():
