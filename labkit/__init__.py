@@ -3,6 +3,8 @@
 01_setup: config (settings, explain, doctor), models (Message, Reply, ScriptedModel), live (API adapters).
 02_tools: tools (Tool, tool, ToolRegistry, execute, validate_arguments).
 04_loop: loop (run, RunResult, Guard), trace (Trace).
+06_rag: rag (chunks, BM25, fusion, library, tools), embed (MiniLM, cache, cosine, MMR), cite (context,
+claims, citations) — imported as modules: `from labkit import rag, embed, cite`.
 07_runtime: runtime (ToolRuntime, operation_id, reduce, run_agent).
 03_memory (labkit.memory, labkit.notes) is imported from its module: `python -m labkit.memory` must not
 find it already imported.
