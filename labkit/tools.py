@@ -240,6 +240,28 @@ def validate_arguments(arguments, schema, path="arguments"):
         raise ArgumentError("; ".join(problems[:3]) + more)
 
 
+def normalize_arguments(value, schema):
+    """Valid arguments in one canonical form: a whole-number float becomes an int where the schema says integer.
+
+    subtle: JSON does not tell 30 from 30.0, and validation accepts both as an integer (as JSON Schema
+    does); the tool, and any operation id derived from the arguments (07_runtime), must see one value.
+    Example: normalize_arguments({"n": 2.0}, {"type": "object", "properties": {"n": {"type": "integer"}}})
+             ->  {"n": 2}
+    """
+    if not isinstance(schema, dict):
+        return value
+    types = schema.get("type", [])
+    types = [types] if isinstance(types, str) else types
+    if isinstance(value, float) and value.is_integer() and "integer" in types and "number" not in types:
+        return int(value)
+    if isinstance(value, dict):
+        properties, extra = schema.get("properties", {}), schema.get("additionalProperties")
+        return {k: normalize_arguments(v, properties.get(k, extra)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [normalize_arguments(v, schema.get("items")) for v in value]
+    return value
+
+
 # ---------------------------------------------------------------- tools and the registry
 
 def check_strict(schema, path="parameters"):
@@ -423,23 +445,25 @@ def _capped(data):
 
 
 def execute(call, registry, allowed=None):
-    """Run one tool call: whitelist, then parse and validate, then the function. Never raises.
+    """Run one tool call: whitelist, then parse, validate and normalize, then the function. Never raises.
 
     Returns {"ok": True, "data": ...} or {"ok": False, "error": kind, "message": how to fix}.
     A PermissionError from the tool comes back as error "permission_denied" (the loop stops on it).
     Example: execute(ToolCall("call_1", "calculate", '{"expression": "2+2"}'), registry)
              ->  {"ok": True, "data": {"expression": "2+2", "result": 4}}
     """
+    usable = [n for n in registry.names() if allowed is None or n in allowed]   # what the model may call
     if allowed is not None and call.name not in allowed:
         return failure("not_allowed", f"{call.name} is not allowed in this run — use one of: "
-                                      f"{', '.join(allowed) or 'none (answer in text)'}")
+                                      f"{', '.join(usable) or 'none (answer in text)'}")
     if call.name not in registry:
         return failure("unknown_tool", f"there is no tool named {call.name!r} — use one of: "
-                                       f"{', '.join(registry.names()) or 'none (answer in text)'}")
+                                       f"{', '.join(usable) or 'none (answer in text)'}")
     t = registry.get(call.name)
     try:
         arguments = parse_arguments(call.arguments)
         validate_arguments(arguments, t.parameters)
+        arguments = normalize_arguments(arguments, t.parameters)
     except ArgumentError as exc:
         return failure(exc.kind, f"{exc} (then call {t.name} again)")
     try:

@@ -521,3 +521,24 @@ def test_task_reference_passes_its_own_cases():
 
 def test_task_catches_the_python_equality_trap():
     assert not labkit.check(lambda a, b: a == b, "02_tools", quiet=True)
+
+
+def test_whole_number_floats_reach_an_integer_parameter_as_int():
+    from labkit.tools import Tool, ToolRegistry, execute, normalize_arguments
+    schema = {"type": "object", "properties": {"lines": {"type": "integer"}, "scale": {"type": "number"},
+                                               "ids": {"type": "array", "items": {"type": "integer"}}},
+              "required": ["lines", "scale", "ids"], "additionalProperties": False}
+    seen = []
+    registry = ToolRegistry([Tool("dump", "d", schema, lambda lines, scale, ids: seen.append((lines, scale, ids)) or "ok")])
+    assert execute(ToolCall("c1", "dump", '{"lines": 2.0, "scale": 2.0, "ids": [1.0, 3]}'), registry)["ok"]
+    assert seen == [(2, 2.0, [1, 3])] and type(seen[0][0]) is int and type(seen[0][1]) is float
+    assert normalize_arguments({"n": 2.5}, {"type": "object", "properties": {"n": {"type": "integer"}}}) == {"n": 2.5}
+
+
+def test_suggestions_name_only_the_tools_this_run_may_call():
+    from labkit.tools import ToolRegistry, calculate, execute, get_weather
+    registry = ToolRegistry([calculate, get_weather])
+    unknown = execute(ToolCall("c1", "get_forecast", "{}"), registry, allowed=["get_weather", "get_forecast"])
+    assert "calculate" not in unknown["message"] and "get_weather" in unknown["message"]
+    refused = execute(ToolCall("c2", "calculate", '{"expression": "1+1"}'), registry, allowed=["get_weather", "nope"])
+    assert refused["error"] == "not_allowed" and "nope" not in refused["message"]
