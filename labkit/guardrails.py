@@ -22,7 +22,7 @@ from .config import DEFAULT_MODEL, REPO_ROOT, redact
 from .errors import UserError
 from .loop import DEFAULT_SYSTEM, Decision, Guard, run
 from .models import ScriptedModel, Step, ToolCall, Usage, call, estimate_tokens, say
-from .models import _estimate_messages as estimate_input   # subtle: the scripted model's own estimate
+from .models import estimate_messages as estimate_input   # subtle: the scripted model's own estimate
 from .tools import RISKS, ArgumentError, ToolError, parse_arguments, tool, validate_arguments
 from .trace import describe_call
 

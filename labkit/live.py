@@ -30,7 +30,7 @@ def read_output(items):
     return "\n".join(t for t in texts if t), calls
 
 
-def responses_body(model, messages, tools=(), replay_reasoning=False):
+def responses_body(model, messages, tools=(), replay_reasoning=False, max_output_tokens=None):
     """The JSON body for POST /responses (store=False: the server keeps nothing between turns)."""
     check_pairing(messages)
     items = []
@@ -50,10 +50,12 @@ def responses_body(model, messages, tools=(), replay_reasoning=False):
                           "parameters": s.parameters, "strict": s.strict} for s in map(as_tool_spec, tools)]
     if replay_reasoning:
         body["include"] = ["reasoning.encrypted_content"]
+    if max_output_tokens:
+        body["max_output_tokens"] = max_output_tokens    # reasoning tokens count too
     return body
 
 
-def chat_body(model, messages, tools=()):
+def chat_body(model, messages, tools=(), max_output_tokens=None):
     """The JSON body for POST /chat/completions (tool results are role "tool" messages)."""
     check_pairing(messages)
     out = []
@@ -71,6 +73,8 @@ def chat_body(model, messages, tools=()):
         body["tools"] = [{"type": "function", "function": {"name": s.name, "description": s.description,
                                                            "parameters": s.parameters, "strict": s.strict}}
                          for s in map(as_tool_spec, tools)]
+    if max_output_tokens:
+        body["max_completion_tokens"] = max_output_tokens
     return body
 
 
@@ -99,12 +103,13 @@ class _LiveModel:
     """What both adapters share: settings, sending, turning SDK failures into labkit errors."""
 
     def __init__(self, model=DEFAULT_MODEL, *, api_key=None, base_url=OFFICIAL_BASE_URL,
-                 timeout=TIMEOUT_SECONDS, max_retries=0, key_name="OPENAI_API_KEY"):
+                 timeout=TIMEOUT_SECONDS, max_retries=0, key_name="OPENAI_API_KEY", max_output_tokens=None):
         problem = key_problem(api_key, official=base_url == OFFICIAL_BASE_URL, key_name=key_name)
         if problem:
             raise UserError(problem)
         import openai
         self.model, self.base_url, self.timeout = model, base_url, timeout
+        self.max_output_tokens = max_output_tokens  # a server-side cap on each reply; None: the server's default
         self.usage = Usage()                    # sums only what the server reported
         self.unreported_turns = 0               # replies that came without usage
         self._secrets = (api_key,) if api_key else ()
@@ -153,7 +158,7 @@ class ResponsesModel(_LiveModel):
 
     def request_preview(self, messages, tools=()):
         """The exact JSON body this model would POST to /responses. Example: model.request_preview(msgs)"""
-        return responses_body(self.model, messages, tools, self.replay_reasoning)
+        return responses_body(self.model, messages, tools, self.replay_reasoning, self.max_output_tokens)
 
     def _send(self, body):
         return self._client.responses.create(**body)
@@ -180,7 +185,7 @@ class ChatModel(_LiveModel):
 
     def request_preview(self, messages, tools=()):
         """The exact JSON body this model would POST to /chat/completions."""
-        return chat_body(self.model, messages, tools)
+        return chat_body(self.model, messages, tools, self.max_output_tokens)
 
     def _send(self, body):
         return self._client.chat.completions.create(**body)
@@ -199,11 +204,12 @@ class ChatModel(_LiveModel):
                      "incomplete" if reason else "completed", reason)
 
 
-def connect(mode=None, script=()):
+def connect(mode=None, script=(), max_output_tokens=None):
     """The model the settings ask for: scripted offline (the default), or live.
 
     Example: model = connect(script=[say("pong")])   # offline: replays the script
              model = connect(mode="live")            # live: OPENAI_API_KEY from .env
+    max_output_tokens caps each live reply on the server (a budget in 05_guardrails relies on it).
     """
     s = load_settings(mode)
     if s.mode == "offline":
@@ -213,7 +219,7 @@ def connect(mode=None, script=()):
         raise UserError(problem)
     cls = ResponsesModel if s.api == "responses" else ChatModel
     return cls(s.model, api_key=s.api_key, base_url=s.base_url, timeout=s.timeout,
-               max_retries=s.max_retries, key_name=s.key_name)
+               max_retries=s.max_retries, key_name=s.key_name, max_output_tokens=max_output_tokens)
 
 
 def describe(model):

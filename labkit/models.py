@@ -97,7 +97,8 @@ def estimate_tokens(text):
     return cjk + -(-(len(text) - cjk) // 4)
 
 
-def _estimate_messages(messages):
+def estimate_messages(messages):
+    """A rough token count for a whole history (3 per message plus its text and call arguments)."""
     return sum(3 + estimate_tokens(m.content) + sum(estimate_tokens(c.arguments) for c in m.tool_calls)
                for m in messages)
 
@@ -181,7 +182,7 @@ class ScriptedModel:
             raise UserError(f"script step {self.position} is {step!r}, not a step — use say(...) or call(...)")
         calls = [ToolCall(f"call_{next(self._ids)}", name, arguments) for name, arguments in step.calls]
         spoken = step.text + "".join(name + arguments for name, arguments in step.calls)
-        usage = Usage(_estimate_messages(messages), estimate_tokens(spoken), estimated=True)
+        usage = Usage(estimate_messages(messages), estimate_tokens(spoken), estimated=True)
         usage.total_tokens = usage.input_tokens + usage.output_tokens
         self.usage = self.usage + usage
         return Reply(step.text, calls, usage, step.status, step.incomplete_reason)

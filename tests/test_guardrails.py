@@ -13,7 +13,7 @@ from labkit import guardrails as g
 from labkit.errors import ServiceError, UserError
 from labkit.loop import STOP_REASONS, Decision, Guard, run
 from labkit.memory import MemoryStore, memory_tools
-from labkit.models import (Reply, ScriptedModel, Step, ToolCall, Usage, _estimate_messages, call, check_pairing,
+from labkit.models import (Reply, ScriptedModel, Step, ToolCall, Usage, estimate_messages, call, check_pairing,
                            raw_call, say, turn)
 from labkit.tools import ToolError, calculate, get_weather, tool
 
@@ -68,7 +68,7 @@ def test_a_model_that_never_stops_halts_exactly_at_the_token_budget(max_tokens):
     assert result.status == "budget_exhausted" and "token budget" in result.next_step
     assert budget.tokens == model.usage.total_tokens == result.usage.total_tokens   # the meter is the truth
     assert budget.tokens <= max_tokens                                              # 0 overshoot
-    next_call = _estimate_messages(result.messages) + budget.max_output_tokens
+    next_call = estimate_messages(result.messages) + budget.max_output_tokens
     assert budget.tokens + next_call > max_tokens                                   # not one call early
 
 
@@ -80,7 +80,7 @@ def test_a_model_that_never_stops_halts_exactly_at_the_cost_budget(max_cost):
     assert result.status == "budget_exhausted" and "cost budget" in result.next_step
     spent = g.estimated_cost("gpt-5", model.usage.input_tokens, model.usage.output_tokens)
     assert budget.cost == spent <= Fraction(str(max_cost))                           # exact, 0 overshoot
-    next_call = g.estimated_cost("gpt-5", _estimate_messages(result.messages), budget.max_output_tokens)
+    next_call = g.estimated_cost("gpt-5", estimate_messages(result.messages), budget.max_output_tokens)
     assert spent + next_call > Fraction(str(max_cost))
 
 
@@ -109,7 +109,7 @@ class Reporting:
 
     def respond(self, messages, tools=()):
         self.calls += 1
-        usage = None if self.factor is None else Usage(int(_estimate_messages(messages) * self.factor), 10)
+        usage = None if self.factor is None else Usage(int(estimate_messages(messages) * self.factor), 10)
         return Reply("", [ToolCall(f"call_{self.calls}", "calculate", json.dumps({"expression": f"{self.calls}"}))],
                      usage)
 

@@ -201,3 +201,11 @@ def test_stray_openai_base_url_is_ignored(server, monkeypatch):
     assert isinstance(model, ResponsesModel) and model.base_url == OFFICIAL_BASE_URL
     assert str(model._client.base_url).rstrip("/") == OFFICIAL_BASE_URL
     assert PLANTED not in repr(model)
+
+
+@pytest.mark.parametrize("cls, field", [(ResponsesModel, "max_output_tokens"), (ChatModel, "max_completion_tokens")])
+def test_max_output_tokens_caps_replies_on_the_server(server, cls, field):
+    model = make(cls, server, max_output_tokens=64)
+    model.respond([user("hi")])
+    assert server.requests[-1]["body"][field] == 64
+    assert field not in make(cls, server).request_preview([user("hi")])
