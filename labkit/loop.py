@@ -21,7 +21,9 @@ from .trace import Trace, clip, describe_call
 
 STOP_REASONS = ("completed", "empty_output", "model_incomplete", "turn_limit", "tool_limit",
                 "budget_exhausted", "permission_denied", "repeated_action", "parse_error",
-                "needs_reconcile", "service_error")
+                "needs_reconcile", "service_error",
+                # 07_runtime's run_agent: a policy step is not a model turn; a goal can be left unverified
+                "step_limit", "unverified", "cancelled")
 DEFAULT_SYSTEM = ("You are a careful assistant. Use a tool when it helps. When a tool result says "
                   '"ok": false, read its message and fix your call. Answer briefly and say where facts came from.')
 NEXT_STEPS = {                          # what a person can do next, per stop reason
