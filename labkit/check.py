@@ -87,7 +87,7 @@ def run_case(fn, case, compare):
 def check(fn, task, quiet=False):
     """Run a task's cases against `fn`, print ok/FAIL per case, and return a CheckResult.
 
-    Example: check(my_read_output, "01_setup")   # prints "5/5 passed" when every case passes
+    Example: check(my_read_output, "01_setup")   # prints "7/7 passed" when every case passes
     """
     task = load_task(task) if isinstance(task, str) else task
     compare = task.compare or (lambda got, expected: got == expected)

@@ -108,7 +108,7 @@ def load_settings(mode=None, environ=None):
                         "number (e.g. 0) — fix them in .env") from None
     ignored = tuple(n for n in ("OPENAI_BASE_URL",) if get(n))
     return Settings(mode=mode, model=get("OPENAI_MODEL", DEFAULT_MODEL).strip(), api=api or "responses",
-                    base_url=base_url, api_key=values.get(key_name), key_name=key_name,
+                    base_url=base_url, api_key=get(key_name), key_name=key_name,
                     timeout=timeout, max_retries=retries, ignored=ignored,
                     env_file=_shown_path(path) if path else None, env_note=note)
 

@@ -1,12 +1,12 @@
 """Guardrails: stop the agent in code, not in the prompt.
 
 Built in 05_guardrails. Each guard plugs into labkit.loop.run through its `guard` seam: Budget
-(turns, tool calls, tokens, estimated cost, oversized input), Malformed (one correction, then
-parse_error), Repeats (the same call twice in a row stops before it runs), Secrets (never shown),
+(turns, tool calls, tokens, estimated cost, oversized input), Malformed (one correction per run,
+then parse_error), Repeats (the same call twice in a row stops before it runs), Secrets (never shown),
 Permissions (a delegated max risk; approval for high risk) and Untrusted (tool results wrapped as
 data, with an imperfect keyword detector beside them). `run_guarded` wires them together.
-Deliberately left out: model-based injection classifiers, sandboxing tool code, sending the output
-cap to a live API (the budget reserves it), secrets that are encoded or paraphrased (only their
+Deliberately left out: model-based injection classifiers, sandboxing tool code, servers that ignore
+the output cap (run_guarded sends it; the budget reserves it), secrets that are encoded or paraphrased (only their
 exact text is caught), repeats longer than one call (A, B, A, B), budgets across runs.
 """
 import html
@@ -204,21 +204,24 @@ def call_problem(call, tool):
 
 
 class Malformed(Guard):
-    """A malformed call is refused with one corrective message; a second in a row stops the run."""
+    """A run's first malformed call is refused with one corrective message; a second stops the run.
+
+    subtle: the count is per run, not per streak — "exactly one correction" means a model that
+    alternates good and broken calls is stopped too, instead of being corrected forever.
+    """
 
     def __init__(self):
-        self.strikes = 0          # malformed calls since the last well-formed one
+        self.strikes = 0          # malformed calls in this run
 
     def before_tool(self, run, call, tool):
         problem = call_problem(call, tool)
         if problem is None:
-            self.strikes = 0
             return None
         self.strikes += 1
         kind, message = problem
         if self.strikes >= 2:
-            return Decision("stop", "parse_error", f"two malformed calls in a row ({kind}: {message}) — check the "
-                            "tool's description and schema, or use a model that follows schemas")
+            return Decision("stop", "parse_error", f"a second malformed call in this run ({kind}: {message}) — "
+                            "check the tool's description and schema, or use a model that follows schemas")
         return Decision("refuse", kind, f"{message}. This is the one correction: another malformed call stops the run")
 
 
@@ -534,6 +537,8 @@ def run_guarded(task, model, tools, *, budget=None, max_risk="low", approve=None
     budget, hidden = guard.find(Budget), guard.find(Secrets)
     if isinstance(getattr(model, "model", None), str):
         budget.for_model(model.model)   # a live model is priced as itself; a scripted one as budget.model
+    if hasattr(model, "max_output_tokens") and (model.max_output_tokens or 10**9) > budget.max_output_tokens:
+        model.max_output_tokens = budget.max_output_tokens   # the server enforces what the budget reserves
     try:
         result = run(task, model, tools, budget.max_turns, budget.max_calls, system, history, guard, clock)
     except Exception as exc:          # subtle: an error message is an output too

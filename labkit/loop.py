@@ -165,7 +165,8 @@ def run(task, model, tools, max_turns=6, max_calls=8, system=None, history=(), g
         clock=time.perf_counter):
     """Run the agent loop on one task until the model answers or a limit stops it.
 
-    1. Start the history: the system prompt, earlier messages (paired), the task as a user message.
+    1. Start the history: the system prompt, earlier messages (paired; system messages in them are
+       dropped, so a finished run's `messages` can be passed on), the task as a user message.
     2. Before each model call ask the guard, then check max_turns (stop: turn_limit).
     3. Call the model with the history and the tools; add its reply to the trace and the history.
     4. Decide with next_action(reply): cut short -> model_incomplete; no calls -> completed with
@@ -180,7 +181,8 @@ def run(task, model, tools, max_turns=6, max_calls=8, system=None, history=(), g
     """
     registry = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
     guard = guard or Guard()
-    check_pairing(list(history))
+    history = [m for m in history if m.role != "system"]   # subtle: a finished run's messages start with one
+    check_pairing(history)
     result = RunResult(trace=Trace(clock), task=task, elapsed=clock())     # elapsed holds the start until the end
     result.messages = [system_message(DEFAULT_SYSTEM if system is None else system), *history, user(task)]
     while True:
@@ -290,7 +292,10 @@ def run_react(task, model, tools, max_turns=6, max_calls=8, clock=time.perf_coun
         if result.turns >= max_turns:
             return _finish(result, "turn_limit", f"used all {max_turns} turns", clock)
         result.turns += 1
-        reply = model.respond(result.messages, ())         # no structured tools: the protocol is text
+        try:
+            reply = model.respond(result.messages, ())     # no structured tools: the protocol is text
+        except ServiceError as exc:
+            return _finish(result, "service_error", explain(exc), clock)
         result.usage = result.usage + (reply.usage or Usage())
         result.trace.model(result.turns, reply)
         result.messages.append(reply.to_message())
@@ -347,7 +352,11 @@ def plan_and_execute(task, model, tools, max_steps=5, max_turns=4, max_calls=8, 
     result = RunResult(trace=Trace(clock), task=task, elapsed=clock())
     result.messages = [system_message(PLANNER_PROMPT.format(max_steps=max_steps, tools=describe_tools(registry))),
                        user(task)]
-    reply = model.respond(result.messages, ())
+    try:
+        reply = model.respond(result.messages, ())
+    except ServiceError as exc:
+        result.turns = 1
+        return _finish(result, "service_error", explain(exc), clock)
     result.turns, result.usage = 1, result.usage + (reply.usage or Usage())
     result.trace.model(1, reply)
     result.messages.append(reply.to_message())

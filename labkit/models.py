@@ -170,6 +170,9 @@ class ScriptedModel:
 
     def respond(self, messages, tools=()):
         self.seen.append(Seen(copy.deepcopy(list(messages)), [as_tool_spec(t).name for t in tools]))
+        if not self.steps:
+            raise UserError("this scripted model has no steps — offline, pass the script: "
+                            "connect(script=[say(...), call(...)]), or set LABKIT_MODE=live for a real model")
         if self.position >= len(self.steps):
             raise UserError(f"the scripted model has no step {self.position + 1}: its script has "
                             f"{len(self.steps)} step(s) and was asked for another turn — add a step "
@@ -201,7 +204,7 @@ class ScriptedModel:
 def check_pairing(messages):
     """Every tool call must be answered by exactly one tool message, right after it, by call id."""
     waiting = {}
-    for i, m in enumerate(messages):
+    for i, m in enumerate(messages, 1):                 # messages are counted from 1, as people count
         if m.role not in ("system", "user", "assistant", "tool"):
             raise UserError(f"message {i} has role {m.role!r} — use system, user, assistant or tool")
         if m.role == "tool":

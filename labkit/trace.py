@@ -1,6 +1,6 @@
 """Run traces: one event per model turn, tool call, guardrail decision and stop.
 
-Built in 01_setup, used from 04_loop on. A trace renders two ways: plain deterministic text lines
+Written with the foundation (01_setup); taught and used from 04_loop on. A trace renders two ways: plain deterministic text lines
 (what nbval compares: no clock times unless asked) and, for people, an HTML table or an
 ipywidgets stepper. The clock is passed in, so tests can use a fake one.
 

@@ -1,9 +1,12 @@
-"""The environment every test and every committed notebook output is made in.
+"""The environment every test and every committed notebook output is made in, and the network guard.
 
-Shared by tests/conftest.py (pytest + nbval kernels inherit it) and .ci/execute_notebooks.py
-(which writes the outputs nbval later compares), so the two can never drift apart.
+Shared by tests/conftest.py and notebooks/conftest.py (pytest, and the nbval kernels that inherit its
+environment) and by .ci/execute_notebooks.py (which writes the outputs nbval later compares), so the
+two can never drift apart.
 """
+import ipaddress
 import os
+import socket
 
 # Variables that would change what a notebook prints or where it connects.
 CLEARED = ("OPENAI_API_KEY", "OPENAI_MODEL", "OPENAI_BASE_URL", "LABKIT_BASE_URL", "LABKIT_API",
@@ -34,3 +37,58 @@ def offline_environ(base=None):
             del env[name]
     env.update(OFFLINE_ENV)
     return env
+
+
+def apply():
+    """Make this process offline and key-free (kernels it starts inherit that) and guard its sockets."""
+    env = offline_environ()
+    os.environ.clear()
+    os.environ.update(env)
+    install_network_guard()
+
+
+class NetworkBlocked(RuntimeError):
+    """A test tried to reach a machine other than this one."""
+
+
+def _is_loopback(host):
+    if host is None or host in ("", b""):
+        return True
+    if isinstance(host, bytes):
+        host = host.decode()
+    if host in ("localhost", "ip6-localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host.split("%")[0]).is_loopback
+    except ValueError:
+        return False
+
+
+def _refuse_remote(sock, address):
+    host = address[0] if isinstance(address, tuple) else None       # AF_UNIX paths are local
+    if sock.family in (socket.AF_INET, socket.AF_INET6) and not _is_loopback(host):
+        raise NetworkBlocked(f"tests may only connect to 127.0.0.1; this one tried {address!r}")
+
+
+def install_network_guard():
+    """Refuse every connection and name lookup that is not loopback, in this process. Idempotent."""
+    if getattr(socket.socket.connect, "labkit_guard", False):
+        return
+    real_connect, real_connect_ex, real_getaddrinfo = (socket.socket.connect, socket.socket.connect_ex,
+                                                       socket.getaddrinfo)
+
+    def connect(self, address):
+        _refuse_remote(self, address)
+        return real_connect(self, address)
+
+    def connect_ex(self, address):
+        _refuse_remote(self, address)
+        return real_connect_ex(self, address)
+
+    def getaddrinfo(host, *args, **kwargs):
+        if not _is_loopback(host):
+            raise NetworkBlocked(f"tests may only resolve loopback names; this one asked for {host!r}")
+        return real_getaddrinfo(host, *args, **kwargs)
+
+    connect.labkit_guard = True
+    socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo = connect, connect_ex, getaddrinfo

@@ -209,22 +209,24 @@ def test_a_malformed_call_gets_one_correction_and_the_fixed_call_runs():
     assert "before calculate: refuse invalid_json" in result.trace.text()
 
 
-def test_two_malformed_calls_in_a_row_stop_with_parse_error_and_nothing_runs():
+def test_a_second_malformed_call_stops_with_parse_error_and_nothing_runs():
     echo, ran = recorder()
     model = ScriptedModel([raw_call("echo", '{"text": '), call("echo", txt="hi"), say("never")])
     result = g.run_guarded("Echo.", model, [echo])
-    assert result.status == "parse_error" and ran == [] and "two malformed calls" in result.next_step
+    assert result.status == "parse_error" and ran == [] and "second malformed call" in result.next_step
     check_pairing(result.messages)
 
 
-def test_an_unknown_tool_is_a_malformed_call_and_a_good_call_resets_the_count():
+def test_exactly_one_correction_per_run_even_after_a_good_call():
+    """An unknown tool is a malformed call; a good call between two bad ones does not earn a second correction."""
     echo, ran = recorder()
     model = ScriptedModel([call("grant_permission", level="high"), call("echo", text="ok"),
-                           call("echo", text=3), say("done")])
+                           call("echo", text=3), say("never")])
     result = g.run_guarded("Echo.", model, [echo])
-    assert result.status == "completed" and ran == ["ok"]
+    assert result.status == "parse_error" and ran == ["ok"]
     assert [json.loads(m.content).get("error") for m in result.messages if m.role == "tool"] == [
-        "unknown_tool", None, "invalid_arguments"]
+        "unknown_tool", None, "not_run"]
+    check_pairing(result.messages)
 
 
 # ---------------------------------------------------------------- permissions and approval
@@ -539,3 +541,13 @@ def test_task_catches_a_text_comparison():
     naive = lambda a, b: a.name == b.name and a.arguments == b.arguments
     result = labkit.check(naive, "05_guardrails", quiet=True)
     assert not result and result.passed >= 5
+
+
+def test_run_guarded_caps_a_live_models_output_at_the_budgets_reservation():
+    from fake_server import FakeServer
+    from labkit.live import ResponsesModel
+    with FakeServer() as server:
+        model = ResponsesModel("gpt-5-mini", base_url=server.url, api_key=None, key_name="LABKIT_API_KEY")
+        result = g.run_guarded("Say hi.", model, [], budget=g.Budget(max_output_tokens=100))
+        assert result.status == "completed"
+        assert server.requests[0]["body"]["max_output_tokens"] == 100 and model.max_output_tokens == 100

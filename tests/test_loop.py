@@ -322,3 +322,23 @@ def test_task_catches_running_calls_from_a_cut_short_reply():
 def test_run_result_prints_a_deterministic_report():
     text = repr(run("x", ScriptedModel([say("done")]), [], clock=fake_clock()))
     assert text.splitlines()[0] == "status:     completed" and "ms" not in text and "0x" not in text
+
+
+def test_a_finished_runs_messages_can_be_passed_on_as_history():
+    first = run("2+3?", ScriptedModel([call("calculate", expression="2+3"), say("5")]), [calculate])
+    second = run("And doubled?", ScriptedModel([say("10")]), [calculate], history=first.messages)
+    assert [m.role for m in second.messages].count("system") == 1
+    assert second.messages[1:len(first.messages)] == first.messages[1:]
+
+
+class Unreachable:
+    def respond(self, messages, tools=()):
+        from labkit.errors import ServiceError
+        raise ServiceError("connection failed: could not reach the server — is it running?")
+
+
+def test_react_and_plan_and_execute_stop_with_service_error_like_run():
+    for result in (run_react("2+2?", Unreachable(), [calculate]), plan_and_execute("2+2?", Unreachable(), [calculate]),
+                   run("2+2?", Unreachable(), [calculate])):
+        assert result.status == "service_error" and "connection failed" in result.next_step
+        check_pairing(result.messages)

@@ -3,7 +3,7 @@ import socket
 
 import pytest
 
-from conftest import NetworkBlocked
+from offline_env import NetworkBlocked
 
 
 @pytest.mark.parametrize("address", [("93.184.216.34", 443), ("8.8.8.8", 53), ("2606:4700::1111", 443, 0, 0)])
