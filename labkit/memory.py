@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from itertools import count
 from pathlib import Path
 
-from .config import redact
+from .config import REPO_ROOT, redact
 from .errors import LabkitError, ServiceError, ToolError, UserError
 from .tools import Tool
 
@@ -33,7 +33,7 @@ TTL_DAYS = (1, 365)
 DAY = 86400.0
 HALF_LIFE_DAYS = 30.0                     # recency halves every 30 days without an update
 PROMOTE_AT = 0.7                          # working-memory importance that earns long-term storage
-CLI_PATH = Path(".runtime") / "memory.sqlite3"
+CLI_PATH = REPO_ROOT / ".runtime" / "memory.sqlite3"   # not the current folder: one store wherever you run it
 STOPWORDS = frozenset("a about an and are as at be by can could did do does for from has have he her his how i "
                       "in is it its me my of on or she should that the their them they this to was we were what "
                       "when where which who why will with would you your user users".split())
@@ -122,7 +122,7 @@ def record_problems(record):
     if not isinstance(content, str) or not content.strip():
         problems["content"] = "content is empty — say what to remember in a sentence"
     elif len(content) > MAX_CHARS:
-        problems["content"] = f"content has {len(content)} characters — keep it under {MAX_CHARS}; summarise"
+        problems["content"] = f"content has {len(content)} characters — at most {MAX_CHARS} characters; summarise"
     elif redact(content) != content:
         problems["content"] = "content looks like it holds a key (sk-...) — never store secrets in memory"
     if r.get("source") not in SOURCES:
@@ -494,7 +494,9 @@ class WorkingMemory:
     def consolidate(self, store, tenant, *, threshold=PROMOTE_AT, confirm=None, ttl_days=90):
         """Promote items with importance >= threshold to long-term memory, under the same policy.
 
-        An item goes only if it was confirmed when added or `confirm(question)` answers yes now.
+        An item goes only if it was confirmed when added or `confirm(question)` answers yes now. It is
+        stored with source "assistant": the agent phrased it and the person only agreed to keep it (the
+        rule of the `remember` tool), so it never passes for the person's own words.
         Example: wm.consolidate(store, "ana", confirm=lambda question: "yes")
         """
         report = {"promoted": {}, "needs_confirmation": [], "not_important": []}
@@ -508,7 +510,7 @@ class WorkingMemory:
                 report["needs_confirmation"].append(item.id)
                 continue
             result = store.write(tenant, item.content, kind=item.kind, importance=item.importance,
-                                 ttl_days=ttl_days, confirmed=True)
+                                 ttl_days=ttl_days, confirmed=True, source="assistant")
             item.confirmed, item.promoted_to = True, result.memory.id
             report["promoted"][item.id] = result.memory.id
         return report
@@ -519,9 +521,12 @@ class WorkingMemory:
 def memory_tools(store, tenant, confirm=None, limit=5):
     """The `remember` and `recall` tools of one tenant. Only the person confirms, never the model.
 
-    `remember` asks `confirm(question)` (the person, through your app) before it writes; with no
-    confirm, or any answer but yes, nothing is stored and the model is told why. The model has no
-    `confirmed` argument to set, so no text it read (a tool result saying "remember that ...") can confirm.
+    `remember` asks `confirm(question)` (the person, through your app) before it writes, naming the old
+    value when the id holds one ("Replace 'A' with 'B'?"); with no confirm, or any answer but yes, nothing
+    changes and the model is told why (error "not_confirmed", or "kept" when the old value stays). The
+    words are stored as the assistant's; a yes to replacing the person's own words makes the new words
+    theirs (source "user"). The model has no `confirmed` argument to set, so no text it read (a tool
+    result saying "remember that ...") can confirm.
     Example: remember, recall = memory_tools(store, "ana", confirm=input)
     """
     def remember(id, content, kind, importance):
@@ -529,11 +534,26 @@ def memory_tools(store, tenant, confirm=None, limit=5):
                       confidence=1.0, ttl_days=90, confirmed=True)
         if record_problems(record):           # a bad record is fixed by the model before anyone is asked
             raise ToolError("memory not stored: " + "; ".join(record_problems(record).values()), "invalid_record")
-        if confirm is None or not said_yes(confirm(f"May I remember this about you: {content!r}? (yes/no)")):
+        old, new = store.get(tenant, id), content.strip()
+        replacing = old is not None and old.content != new
+        question = (f"Replace {old.content!r} with {new!r}? (yes/no)" if replacing   # a yes is never blind
+                    else f"May I remember this about you: {new!r}? (yes/no)")
+        if not said_yes(confirm(question) if confirm else None):
+            if replacing and confirm:
+                raise ToolError(f"not replaced: the user kept {old.content!r} — go on with that value and do not "
+                                "ask again unless the user brings it up", "kept")
             raise ToolError("not stored: the user did not confirm it — remember only what the user asked you "
                             "to keep; they are asked before anything is stored", "not_confirmed")
-        # subtle: source "assistant": the words are the model's, only the yes is the user's
+        # subtle: the words are the model's ("assistant"); only when the person chose them over their own
+        # words are they the person's statement ("user"), protected like the value they replace
+        if replacing and old.source == "user":
+            record["source"] = "user"
+        # subtle: no lock is held while the person answers; a write by another process in that gap is
+        # judged by resolve() like any other
         result = store.write_many([record])[0]
+        if result.status == "kept":       # e.g. the stored value is newer: the write changed nothing
+            raise ToolError(f"not replaced: {result.message} — the stored value stands; call remember again "
+                            "only if the user asks for the change", "kept")
         return {"status": result.status, "id": result.memory.id, "message": result.message}
 
     def recall(query):
@@ -565,10 +585,13 @@ def memory_tools(store, tenant, confirm=None, limit=5):
 
 def _cli_parser():
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--db", default=str(CLI_PATH), help="the SQLite file (default: %(default)s)")
+    common.add_argument("--db", default=str(CLI_PATH), help="the SQLite file (default: .runtime/memory.sqlite3 "
+                        "in the repository root, whatever folder you run from: %(default)s)")
     common.add_argument("--tenant", default="me", help="whose memories (default: %(default)s)")
     parser = argparse.ArgumentParser(prog="python -m labkit.memory",
-                                     description="See, change, delete and export what the agent remembers.")
+                                     description="See, change, delete and export what the agent remembers. The "
+                                     "store is .runtime/memory.sqlite3 in the repository root, whatever folder you "
+                                     "run from; --db picks another file.")
     commands = parser.add_subparsers(dest="command", required=True)
     put = commands.add_parser("set", parents=[common], help="store or replace a memory; running it is your confirmation")
     put.add_argument("content")

@@ -4,7 +4,8 @@ Built in 03_memory. A task that outlives one context window needs its state writ
 stands (task_state), what was decided (conclusion), what is in the way (blocker), what comes next
 (action) and where things are (reference). `NoteBook(folder)` creates, reads, updates, searches and
 lists notes; INDEX.md is the one short file a person or a model reads first. A file is named
-"<id>-<slug of the title>.md", so no title can leave the folder or hit a reserved name.
+"<id>-<slug of the title>.md", so no title can leave the folder or hit a reserved name. Ids come from
+a counter kept in .next_id and are never reused, so "n2" never comes to mean a different note.
 Deliberately left out: locking between processes (one writer per folder), links between notes,
 attachments, history of edits (use git), ranking beyond keyword overlap.
 """
@@ -24,6 +25,7 @@ from .trace import clip
 TYPES = ("task_state", "conclusion", "blocker", "action", "reference")
 MAX_TITLE = 500
 INDEX = "INDEX.md"
+COUNTER = ".next_id"          # the next note id, e.g. "n4": deleting a note never frees its id
 _NAME = re.compile(r"(n\d+)-[a-z0-9-]+\.md")
 
 
@@ -107,11 +109,30 @@ class NoteBook:
                     str(meta.get("created_at", "")), str(meta.get("updated_at", "")), body.removeprefix("\n"),
                     path.name)
 
-    def create(self, title, body="", type="task_state", tags=()):
-        """Write a new note. Example: book.create("Migrate billing DB", "Copied 3 of 5 tables", tags=["db"])"""
-        title, tags = _clean(title, type, tags)
+    def _next_number(self):
+        """The next id's number: the counter's, but never at or below a note on disk.
+
+        Without .next_id (a folder from before it, or a deleted counter) numbering goes on after the newest note.
+        """
         files = self._files()
-        number = int(_NAME.fullmatch(files[-1].name).group(1)[1:]) + 1 if files else 1
+        after_files = int(_NAME.fullmatch(files[-1].name).group(1)[1:]) + 1 if files else 1
+        counter = self.folder / COUNTER
+        if not counter.exists():
+            return after_files
+        found = re.fullmatch(r"n(\d+)", counter.read_text(encoding="utf-8").strip())
+        if not found:
+            raise UserError(f"the note counter {COUNTER} is broken — it should hold the next id, e.g. n4; "
+                            "write the next unused id into it")
+        return max(int(found.group(1)), after_files)
+
+    def create(self, title, body="", type="task_state", tags=()):
+        """Write a new note; its id was never used before. Example: book.create("Migrate billing DB", tags=["db"])"""
+        title, tags = _clean(title, type, tags)
+        number = self._next_number()
+        # subtle: count on before the note is written; a crash in between skips an id, never reuses one
+        temporary = self.folder / (COUNTER + ".tmp")
+        temporary.write_text(f"n{number + 1}\n", encoding="utf-8")
+        os.replace(temporary, self.folder / COUNTER)
         now = iso(self.clock())
         return self._save(Note(f"n{number}", title, type, tags, now, now, str(body)))
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from labkit import ServiceError, UserError, check
+from labkit import memory
 from labkit.memory import (DAY, MAX_CHARS, ManualClock, MemoryStore, Refused, WorkingMemory, idf, main,
                            memory_tools, record_problems, recency, said_yes, score, tokens)
 from labkit.models import ToolCall
@@ -74,6 +75,14 @@ def test_bounds_are_enforced_with_a_message_that_says_how_to_fix(store, fields, 
     assert caught.value.kind == "invalid_record"
     assert problem in str(caught.value) and " — " in str(caught.value)
     assert store.count("ana") == 0
+
+
+def test_the_length_message_states_the_exact_limit():
+    record = {"tenant": "ana", "kind": "note", "source": "user", "confidence": 1.0, "importance": 0.5,
+              "ttl_days": 30, "confirmed": True}
+    assert record_problems({**record, "content": "x" * MAX_CHARS}) == {}          # the limit itself is allowed
+    message = record_problems({**record, "content": "x" * (MAX_CHARS + 1)})["content"]
+    assert f"at most {MAX_CHARS} characters" in message and "under" not in message
 
 
 def test_ttl_bounds_themselves_are_allowed(store, clock):
@@ -374,6 +383,8 @@ def test_consolidate_promotes_only_important_and_confirmed_items(store, clock):
     assert report == {"promoted": {"w1": "m1", "w3": "m2"}, "needs_confirmation": ["w4"], "not_important": ["w2"]}
     assert len(asked) == 2
     assert [m.content for m in store.list("ana")] == ["Writes for a British audience", "Wants drafts under 800 words"]
+    # the agent phrased both; the person only agreed to keep them (confirmed when added, or now)
+    assert [m.source for m in store.list("ana")] == ["assistant", "assistant"]
     again = wm.consolidate(store, "ana")                   # promoted items are not written twice
     assert again["promoted"] == {} and again["needs_confirmation"] == ["w4"]
 
@@ -427,13 +438,59 @@ def test_a_bad_record_is_sent_back_before_the_person_is_asked(store):
     assert result["error"] == "invalid_record" and "importance" in result["message"] and asked == []
 
 
-def test_what_the_person_typed_wins_over_what_the_model_paraphrased(store, clock):
-    remember(store, "ana", "Prefers metric units", id="units", source="user")
-    clock.advance(days=1)
-    registry = ToolRegistry(memory_tools(store, "ana", confirm=lambda q: "yes"))
+def change_units(store, answer):
+    """The model asks to store imperial units where the person's own "metric" is; the person answers."""
+    asked = []
+    registry = ToolRegistry(memory_tools(store, "ana", confirm=lambda q: asked.append(q) or answer))
     result = execute(call("remember", id="units", content="Prefers imperial units", kind="preference",
                           importance=0.5), registry)
-    assert result["ok"] and result["data"]["status"] == "kept" and "ask the user" in result["data"]["message"]
+    return result, asked
+
+
+def test_a_yes_to_replacing_the_persons_own_words_replaces_them(store):
+    store.write("ana", "Prefers metric units", id="units", confirmed=True)      # source "user", as the CLI writes
+    result, asked = change_units(store, "yes")
+    assert asked == ["Replace 'Prefers metric units' with 'Prefers imperial units'? (yes/no)"]
+    assert result["ok"] is True and result["data"]["status"] == "replaced"
+    stored = store.get("ana", "units")
+    assert (stored.content, stored.source) == ("Prefers imperial units", "user")   # the person chose these words
+    assert [(h["content"], h["source"]) for h in store.history("ana", "units")] == [("Prefers metric units", "user")]
+    assert change_units(store, "yes")[0]["data"]["status"] == "unchanged"    # the same words again: no question of
+    assert store.get("ana", "units").source == "user"                       # whose they are
+
+
+@pytest.mark.parametrize("answer", ["no", "", None])
+def test_a_declined_replacement_keeps_the_old_value_and_tells_the_model(store, answer):
+    store.write("ana", "Prefers metric units", id="units", confirmed=True)
+    result, asked = change_units(store, answer)
+    assert asked == ["Replace 'Prefers metric units' with 'Prefers imperial units'? (yes/no)"]
+    assert result["ok"] is False and result["error"] == "kept"
+    assert "Prefers metric units" in result["message"] and " — " in result["message"]
+    assert store.get("ana", "units").content == "Prefers metric units" and store.history("ana", "units") == []
+
+
+def test_a_write_the_store_keeps_out_is_an_error_not_a_success(store, clock):
+    store.write("ana", "Prefers metric units", id="units", confirmed=True)
+    clock.advance(seconds=-60)                 # this process's clock is behind the one that wrote
+    result, _ = change_units(store, "yes")
+    assert result["ok"] is False and result["error"] == "kept"
+    assert "newer" in result["message"] and "the stored value stands" in result["message"]
+    assert store.get("ana", "units").content == "Prefers metric units"
+
+
+def test_replacing_the_assistants_words_names_the_old_value_and_stays_the_assistants(store):
+    store.write("ana", "Prefers metric units", id="units", source="assistant", confirmed=True)
+    result, asked = change_units(store, "yes")
+    assert asked == ["Replace 'Prefers metric units' with 'Prefers imperial units'? (yes/no)"]
+    assert result["ok"] and result["data"]["status"] == "replaced"
+    assert store.get("ana", "units").source == "assistant"
+
+
+def test_without_confirm_a_replacement_is_not_confirmed_rather_than_kept(store):
+    store.write("ana", "Prefers metric units", id="units", confirmed=True)
+    result = execute(call("remember", id="units", content="Prefers imperial units", kind="preference",
+                          importance=0.5), ToolRegistry(memory_tools(store, "ana")))
+    assert result["error"] == "not_confirmed"             # nobody was asked, so nobody "kept" anything
     assert store.get("ana", "units").content == "Prefers metric units"
 
 
@@ -477,8 +534,16 @@ def test_the_command_line_gives_the_library_errors(tmp_path, clock):
     assert "Traceback" not in err
 
 
-def test_the_command_line_defaults_to_the_runtime_folder(tmp_path, monkeypatch, capsys):
-    monkeypatch.chdir(tmp_path)
+def test_the_command_line_default_is_in_the_repository_root_from_any_folder(tmp_path, monkeypatch, capsys):
+    default = ROOT / ".runtime" / "memory.sqlite3"
+    for folder in (ROOT / "notebooks", tmp_path):          # e.g. a Jupyter terminal opened in notebooks/
+        monkeypatch.chdir(folder)
+        assert memory._cli_parser().parse_args(["list"]).db == str(default)
+    with pytest.raises(SystemExit):
+        main(["list", "--help"])
+    assert "in the repository root, whatever folder you run from" in " ".join(capsys.readouterr().out.split())
+    # main() uses that default (pointed at tmp_path here, so the test leaves the real store alone)
+    monkeypatch.setattr(memory, "CLI_PATH", tmp_path / ".runtime" / "memory.sqlite3")
     assert main(["set", "Prefers tea", "--id", "drink"]) == 0
     assert (tmp_path / ".runtime" / "memory.sqlite3").is_file()
     assert "created drink" in capsys.readouterr().out

@@ -4,7 +4,7 @@ import yaml
 
 from labkit import UserError
 from labkit.memory import ManualClock
-from labkit.notes import INDEX, TYPES, NoteBook, slug
+from labkit.notes import COUNTER, INDEX, TYPES, NoteBook, slug
 
 
 @pytest.fixture
@@ -54,8 +54,8 @@ def test_update_changes_only_what_is_given_and_moves_updated_at(book, clock):
 def test_hostile_titles_give_safe_file_names_and_come_back_intact(book, title, name):
     note = book.create(title, "body")
     assert note.file == name
-    assert sorted(p.name for p in book.folder.iterdir()) == sorted([name, INDEX])
-    assert [p.parent for p in book.folder.parent.rglob("*") if p.is_file()] == [book.folder] * 2
+    assert sorted(p.name for p in book.folder.iterdir()) == sorted([name, INDEX, COUNTER])
+    assert [p.parent for p in book.folder.parent.rglob("*") if p.is_file()] == [book.folder] * 3
     assert book.read("n1").title == " ".join(title.split())
 
 
@@ -115,6 +115,31 @@ def test_ids_keep_counting_and_files_survive_a_new_notebook_object(book, tmp_pat
     again = NoteBook(tmp_path / "notes", clock=clock)
     assert [n.id for n in again.list()][-2:] == ["n10", "n11"]
     assert again.create("twelve").id == "n12"
+
+
+def test_ids_are_never_reused_after_a_delete(book, tmp_path, clock):
+    book.create("one")
+    book.create("two")
+    book.delete("n2")                                       # the newest note
+    assert book.create("three").id == "n3"
+    book.delete("n3")
+    book.delete("n1")                                       # an empty folder still remembers the count
+    assert NoteBook(tmp_path / "notes", clock=clock).create("four").id == "n4"
+    assert [n.id for n in book.list()] == ["n4"]
+    with pytest.raises(UserError, match="there is no note 'n2'"):
+        book.read("n2")                                     # an old link to n2 stays dead, never a new note
+
+
+def test_a_folder_without_a_counter_goes_on_after_its_newest_note(book):
+    book.create("one")
+    book.create("two")
+    (book.folder / COUNTER).unlink()                        # a folder from before the counter, say
+    assert book.create("three").id == "n3"
+    (book.folder / COUNTER).write_text("n2\n", encoding="utf-8")   # a stale counter cannot collide either
+    assert book.create("four").id == "n4"
+    (book.folder / COUNTER).write_text("four\n", encoding="utf-8")
+    with pytest.raises(UserError, match="note counter .next_id is broken"):
+        book.create("five")
 
 
 def test_a_hand_broken_note_is_a_clear_error(book):
