@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from labkit.runtime import OperationStore, ToolRuntime, operation_id
-from labkit.tools import Tool, validate_arguments
+from labkit.tools import Tool, normalize_arguments, validate_arguments
 
 SCHEMA = {"type": "object", "additionalProperties": False, "required": ["order_id", "amount"],
           "properties": {"order_id": {"type": "string"}, "amount": {"type": "integer"}}}
@@ -41,16 +41,21 @@ def per_second(fn, items):
     return len(items) / (time.perf_counter() - start)
 
 
-def direct(arguments, op):
+def checked(arguments):
+    """What every way does to a model's arguments before the tool runs (ToolRuntime does the same)."""
     validate_arguments(arguments, SCHEMA)
-    return refund(**arguments)
+    return normalize_arguments(arguments, SCHEMA)
+
+
+def direct(arguments, op):
+    return refund(**checked(arguments))
 
 
 def with_dict():
     done = {}
 
     def dispatch(arguments, op):
-        validate_arguments(arguments, SCHEMA)
+        arguments = checked(arguments)
         if op not in done:
             done[op] = refund(**arguments)
         return done[op]

@@ -4,7 +4,8 @@ Built in 07_runtime. `ToolRuntime.dispatch` writes each operation to SQLite as i
 synchronous=FULL) before its tool runs and records the outcome after. It never runs an operation
 twice on its own: the same operation_id replays the stored result, and an outcome nobody knows (a
 crash, an exception, a timeout) stays needs_reconcile until someone checks the external system and
-calls `reconcile`. A pure `reduce` of typed events tracks a run; `run_agent` drives one, bounded.
+calls `reconcile` (a risk="low" tool only reads, so its exceptions are recorded as failed). A pure
+`reduce` of typed events tracks a run; `run_agent` drives one, bounded.
 
 Deliberately left out: leases and heartbeats (`recover()` assumes one worker per store at start-up),
 retry queues, compensation (sagas), distributed stores, async execution.
@@ -18,16 +19,33 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from .errors import GuardrailTripped, ToolError, UserError
-from .tools import RISKS, ArgumentError, ToolRegistry, parse_arguments, validate_arguments
+from .tools import RISKS, ArgumentError, ToolRegistry, normalize_arguments, parse_arguments, validate_arguments
 from .trace import Trace
 
 STATUSES = ("in_flight", "succeeded", "failed", "needs_reconcile")
 CRASH_POINTS = ("before_persist", "after_persist", "during_execute", "after_execute")
 
 
+def _one_number(value):
+    """Whole-number floats as ints, at any depth: JSON has one number 30, however it is spelled."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _one_number(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_one_number(item) for item in value]
+    return value
+
+
 def canonical(arguments):
-    """One text per value: sorted keys, no spaces. Example: canonical({"b": 1, "a": 2})  ->  '{"a":2,"b":1}'"""
-    return json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """One text per value: sorted keys, no spaces, 30.0 written as 30.
+
+    subtle: validation accepts 30.0 as an integer (JSON Schema does), so if 30 and 30.0 were two texts,
+    one intent would derive two operation_ids and run twice. Numbers are folded here, without a schema,
+    so a caller who derives the id from the raw arguments still gets the one id (as RFC 8785 does).
+    Example: canonical({"b": 1.0, "a": 2})  ->  '{"a":2,"b":1}'
+    """
+    return json.dumps(_one_number(arguments), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def operation_id(principal, tool, arguments, scope=""):
@@ -154,6 +172,17 @@ class ToolRuntime:
         """The risk of a tool, or None when there is no such tool. Example: runtime.risk("refund")"""
         return self.tools.get(name).risk if name in self.tools else None
 
+    def arguments_for(self, name, arguments):
+        """The arguments as the tool will receive them: parsed, validated, 30.0 -> 30 where the schema says integer.
+
+        `name` must be one of the runtime's tools; raises ArgumentError where dispatch would reject.
+        Example: runtime.arguments_for("refund", '{"order_id": "A-17", "amount": 30.0}')["amount"]  ->  30
+        """
+        parameters = self.tools.get(name).parameters
+        arguments = parse_arguments(arguments) if isinstance(arguments, str) else arguments
+        validate_arguments(arguments, parameters)
+        return normalize_arguments(arguments, parameters)
+
     def dispatch(self, name, arguments, operation_id):
         """Run a tool at most once per operation_id and return its result, stored or fresh.
 
@@ -168,9 +197,8 @@ class ToolRuntime:
             raise PermissionDenied(f"{name} is {tool.risk} risk but this runtime may run up to {self.max_risk} "
                                    f"— ask a person to approve it, or delegate max_risk={tool.risk!r} on purpose",
                                    reason="permission_denied")
-        try:
-            arguments = parse_arguments(arguments) if isinstance(arguments, str) else arguments
-            validate_arguments(arguments, tool.parameters)
+        try:    # the tool, the stored text and the conflict check all see the normalized arguments
+            arguments = self.arguments_for(name, arguments)
         except ArgumentError as exc:
             return _refused(operation_id, exc.kind, str(exc), "rejected")   # the message says how to fix
         text = canonical(arguments)
@@ -195,16 +223,26 @@ class ToolRuntime:
         return {**stored.result, "replayed": True}
 
     def _execute(self, tool, arguments, op):
+        # subtle: a risk="low" tool only reads, so it has no side effect that could be unknown: its
+        # exceptions (and timeouts) are failures. This trusts the label: a tool that writes must never
+        # be marked low, or a crash after its write would be recorded as "did not happen".
+        reads_only = tool.risk == "low"
         try:
             data = self._call(tool.fn, arguments)
         except ToolError as exc:        # the tool itself says it failed before acting
             result = _refused(op, exc.kind, str(exc))
-        except Exception as exc:        # subtle: it may have raised after the side effect happened
-            result = _unknown(op, f"{tool.name} raised {type(exc).__name__}: {exc} — it may or may not have "
-                                  f"acted; check the external system, then reconcile({op!r}, outcome)")
+        except Exception as exc:
+            said = f"{tool.name} raised {type(exc).__name__}: {exc}"
+            if reads_only:
+                result = _refused(op, "timeout" if isinstance(exc, TimeoutError) else "tool_crashed",
+                                  f"{said} — it only reads, so nothing changed; check the arguments, or "
+                                  "try another way (the same operation_id replays this failure)")
+            else:                       # subtle: it may have raised after the side effect happened
+                result = _unknown(op, f"{said} — it may or may not have acted; check the external "
+                                      f"system, then reconcile({op!r}, outcome)")
         else:
             result = {"ok": True, "status": "succeeded", "operation_id": op, "data": data}
-            if isinstance(data, dict) and data.get("status") == "unknown":
+            if not reads_only and isinstance(data, dict) and data.get("status") == "unknown":
                 result = {**_unknown(op, f"{tool.name} answered status 'unknown' — check the external "
                                          f"system, then reconcile({op!r}, outcome)"), "data": data}
         self.failpoint("after_execute")
@@ -388,8 +426,8 @@ class Action:
 
 @dataclass
 class AgentRun:
-    status: str               # completed | needs_reconcile | cancelled | unverified | step_limit |
-    state: State              #   budget_exhausted | permission_denied
+    status: str               # a loop.STOP_REASONS entry: completed | needs_reconcile | cancelled |
+    state: State              #   unverified | step_limit | budget_exhausted | permission_denied
     steps: int                # dispatches made
     writes: int               # dispatches of tools above "low" risk that were not rejected
     trace: Trace
@@ -401,8 +439,9 @@ def run_agent(policy, runtime, initial_state=None, verify=None, max_steps=6, *, 
     """Drive `policy(state) -> Action | None` through `runtime` until `verify(state)` holds.
 
     Each step: 1. verified -> completed; 2. cancel() -> cancelled; 3. steps, time and writes are
-    budgets; 4. the policy picks an Action (None: unverified); 5. its operation_id is derived, the
-    tool dispatched, the result reduced; 6. an unknown outcome stops the run at once.
+    budgets; 4. the policy picks an Action (None: unverified); 5. its operation_id is derived from the
+    normalized arguments, the tool dispatched, the result reduced; 6. an unknown outcome stops the run.
+    A step is one policy decision, not a model turn, hence step_limit (loop.run's turn_limit counts turns).
     Example: run_agent(policy, runtime, State(), verify=lambda s: bool(s.results)).status
     """
     state, trace, started, steps, writes = initial_state or State(), Trace(clock), clock(), 0, 0
@@ -430,19 +469,30 @@ def run_agent(policy, runtime, initial_state=None, verify=None, max_steps=6, *, 
         write = runtime.risk(action.tool) not in (None, "low")
         if write and writes >= max_writes:
             return stop("budget_exhausted", f"writes: {writes} of {max_writes} used")
-        op = operation_id(principal, action.tool, action.arguments, action.scope)
-        state = reduce(state, ToolRequested(op, action.tool, action.arguments))
+        arguments = _normalized(runtime, action)
+        op = operation_id(principal, action.tool, arguments, action.scope)
+        state = reduce(state, ToolRequested(op, action.tool, arguments))
         steps += 1
         try:
-            result = runtime.dispatch(action.tool, action.arguments, op)
+            result = runtime.dispatch(action.tool, arguments, op)
         except PermissionDenied as exc:
             state = reduce(state, ToolFailed(op, "permission_denied", str(exc)))
             return stop("permission_denied", str(exc))
         writes += write and result["status"] != "rejected"       # a rejected call wrote nothing
         replayed = " (replayed)" if result.get("replayed") else ""
-        trace.add("tool", steps, f"{action.tool}({canonical(action.arguments)}) -> {result['status']}{replayed}",
+        trace.add("tool", steps, f"{action.tool}({canonical(arguments)}) -> {result['status']}{replayed}",
                   operation_id=op, result=result)
         state = reduce(state, event_for(result))
+
+
+def _normalized(runtime, action):
+    """The action's arguments as the tool will see them; as given when dispatch will reject them anyway."""
+    if action.tool not in runtime.tools:
+        return action.arguments
+    try:
+        return runtime.arguments_for(action.tool, action.arguments)
+    except ArgumentError:
+        return action.arguments
 
 
 # ---------------------------------------------------------------- 07_runtime hands-on task

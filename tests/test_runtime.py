@@ -1,5 +1,7 @@
 """Tests for labkit.runtime: durable dispatch, reconcile, the reducer, run_agent, crash and race labs."""
+import inspect
 import json
+import re
 import signal
 import sqlite3
 import subprocess
@@ -12,6 +14,7 @@ import pytest
 
 from labkit.check import check
 from labkit.errors import GuardrailTripped, ToolError, UserError
+from labkit.loop import STOP_REASONS
 from labkit.runtime import (CRASH_POINTS, TERMINAL, TRANSITIONS, Action, Cancelled, GoalVerified, OperationStore,
                             OutcomeUnknown, PermissionDenied, Reconciled, State, ToolFailed, ToolRequested,
                             ToolRuntime, ToolSucceeded, canonical, decide, event_for, operation_id, reduce,
@@ -55,6 +58,64 @@ def test_operation_id_is_stable_for_one_intent_and_differs_for_another():
               operation_id("alice", "refund", ARGS, "ticket-10")]
     assert len({op, *others}) == 5
     assert canonical({"b": [1, {"d": 1, "c": "é"}], "a": 2}) == '{"a":2,"b":[1,{"c":"é","d":1}]}'
+
+
+def test_canonical_writes_a_whole_number_float_as_its_int():
+    assert canonical({"a": 30.0, "b": [1.0, 2.5, {"c": -0.0}], "d": "30.0"}) == \
+        '{"a":30,"b":[1,2.5,{"c":0}],"d":"30.0"}'
+    assert operation_id("alice", "refund", {"order_id": "A-1", "amount": 30.0}, "t") == \
+        operation_id("alice", "refund", {"order_id": "A-1", "amount": 30}, "t")
+    assert operation_id("alice", "refund", {"order_id": "A-1", "amount": 30.5}, "t") != \
+        operation_id("alice", "refund", {"order_id": "A-1", "amount": 30}, "t")
+
+
+def ledger_refund(path, received):
+    """A refund with a real side effect: one ledger line per execution, as the reviewer's repro wrote them."""
+    def refund(order_id, amount):
+        received.append(amount)
+        with open(path, "a", encoding="utf-8") as ledger:
+            ledger.write(f"refund {order_id} {amount}\n")
+        return {"order_id": order_id, "amount": amount}
+    return Tool("refund", "Refund an order.", SCHEMA, refund, risk="high")
+
+
+def test_30_and_30_0_are_one_refund_however_the_caller_derives_the_id(db, tmp_path):
+    ledger, received = tmp_path / "ledger.txt", []
+    runtime = ToolRuntime([ledger_refund(ledger, received)], "high", db)
+    for arguments in ({"order_id": "A-1", "amount": 30}, {"order_id": "A-1", "amount": 30.0},
+                      '{"order_id": "A-1", "amount": 30.0}'):          # the caller hashes what it was given
+        raw = json.loads(arguments) if isinstance(arguments, str) else arguments
+        runtime.dispatch("refund", arguments, operation_id("alice", "refund", raw, "ticket-1"))
+    assert ledger.read_text().splitlines() == ["refund A-1 30"]           # 0 duplicate ledger lines
+    assert received == [30] and type(received[0]) is int                  # the tool got the normalized value
+    [stored] = runtime.store.operations()
+    assert stored.arguments == '{"amount":30,"order_id":"A-1"}'
+
+
+def test_the_same_id_with_30_0_replays_instead_of_conflicting(db):
+    calls = []
+    runtime = ToolRuntime([refund_tool(calls)], "high", db)
+    first = runtime.dispatch("refund", {"order_id": "A-17", "amount": 30.0}, "op_1")
+    assert first["data"] == {"refund_id": "R-1", "amount": 30} and calls == [("A-17", 30)]
+    assert type(calls[0][1]) is int
+    assert runtime.dispatch("refund", ARGS, "op_1") == {**first, "replayed": True} and len(calls) == 1
+
+
+def test_run_agent_derives_the_operation_id_from_normalized_arguments(db, tmp_path):
+    ledger, received = tmp_path / "ledger.txt", []
+    runtime = ToolRuntime([ledger_refund(ledger, received)], "high", db)
+    verify = lambda state: bool(state.results)                              # noqa: E731
+    runs = [run_agent(lambda state, a=arguments: Action("refund", a, "ticket-1"), runtime, State(), verify)
+            for arguments in ('{"order_id": "A-1", "amount": 30.0}', {"order_id": "A-1", "amount": 30.0},
+                              {"order_id": "A-1", "amount": 30})]
+    assert [run.status for run in runs] == ["completed"] * 3
+    assert ledger.read_text().splitlines() == ["refund A-1 30"] and received == [30]
+    assert [run.trace.lines()[0] for run in runs] == [
+        ' 1 tool  refund({"amount":30,"order_id":"A-1"}) -> succeeded',
+        ' 1 tool  refund({"amount":30,"order_id":"A-1"}) -> succeeded (replayed)',
+        ' 1 tool  refund({"amount":30,"order_id":"A-1"}) -> succeeded (replayed)']
+    op = operation_id("agent", "refund", {"order_id": "A-1", "amount": 30}, "ticket-1")
+    assert {run.state.results[0][0] for run in runs} == {op}
 
 
 def test_store_is_wal_with_full_sync(db):
@@ -176,6 +237,31 @@ def test_an_exception_or_unknown_status_needs_reconcile_and_never_runs_again(db,
     for _ in range(3):
         assert runtime.dispatch("refund", ARGS, "op_1")["status"] == "needs_reconcile"
     assert len(calls) == 1
+
+
+def test_an_exception_from_a_read_only_tool_is_a_failure_not_an_unknown(db):
+    orders = {"A-17": 30}
+    parameters = {"type": "object", "additionalProperties": False, "required": ["order_id"],
+                  "properties": {"order_id": {"type": "string"}}}
+    lookup = Tool("lookup", "Look up an order.", parameters, lambda order_id: {"paid": orders[order_id]}, "low")
+    runtime = ToolRuntime([lookup], "low", db)
+    result = runtime.dispatch("lookup", {"order_id": "H7"}, "op_1")       # KeyError: a read cannot half-happen
+    assert (result["status"], result["error"]) == ("failed", "tool_crashed")
+    assert "KeyError" in result["message"] and "only reads" in result["message"]
+    assert runtime.store.get("op_1").status == "failed"
+    assert runtime.dispatch("lookup", {"order_id": "H7"}, "op_1") == {**result, "replayed": True}
+    assert runtime.recover() == [] and runtime.dispatch("lookup", {"order_id": "A-17"}, "op_2")["data"] == {"paid": 30}
+    unknown = Tool("lookup", "", parameters, lambda order_id: {"status": "unknown"}, "low")   # a read's data is data
+    assert ToolRuntime([unknown], "low", db).dispatch("lookup", {"order_id": "Z-1"}, "op_3")["status"] == "succeeded"
+
+
+def test_a_read_only_tool_that_times_out_is_a_failure(db):
+    release = threading.Event()
+    parameters = {"type": "object", "additionalProperties": False, "required": [], "properties": {}}
+    slow = Tool("lookup", "Look up.", parameters, lambda: release.wait(10), "low")
+    result = ToolRuntime([slow], "low", db, timeout=0.05).dispatch("lookup", {}, "op_1")
+    release.set()
+    assert (result["status"], result["error"]) == ("failed", "timeout")
 
 
 def test_a_timeout_needs_reconcile_and_a_late_finish_changes_nothing(db):
@@ -467,6 +553,29 @@ def test_run_agent_stops_on_permission_denied_and_when_the_policy_gives_up(db):
     assert denied.state.results[-1][2]["error"] == "permission_denied" and denied.writes == 0
     gave_up = run_agent(lambda state: None, runtime, State(), verify=lambda state: False)
     assert gave_up.status == "unverified"
+
+
+def test_run_agent_only_stops_with_reasons_from_the_loop_vocabulary(db):
+    calls = []
+    runtime = ToolRuntime([refund_tool(calls), lookup_tool()], "high", db)
+    never = lambda state: False                                          # noqa: E731
+    look = lambda state: Action("lookup", {**ARGS, "amount": len(state.results)})          # noqa: E731
+    crashing = ToolRuntime([refund_tool([], lambda o, a: 1 / 0)], "high", str(db) + ".2")
+    runs = {
+        "completed": run_agent(refund_policy, runtime, State(), lambda state: bool(calls)),
+        "needs_reconcile": run_agent(refund_policy, crashing, State(), never),
+        "cancelled": run_agent(look, runtime, State(), never, cancel=lambda: True),
+        "unverified": run_agent(lambda state: None, runtime, State(), never),
+        "step_limit": run_agent(look, runtime, State(), never, max_steps=1),
+        "budget_exhausted": run_agent(refund_policy, runtime, State(), never, max_writes=0),
+        "permission_denied": run_agent(refund_policy, ToolRuntime([refund_tool([])], "low", runtime.store), State(),
+                                       never),
+    }
+    assert {expected: run.status for expected, run in runs.items()} == {s: s for s in runs}
+    assert set(runs) <= set(STOP_REASONS)
+    # every stop("...") written in run_agent is one of these: a new reason must join the vocabulary first
+    written = set(re.findall(r'stop\("(\w+)"', inspect.getsource(run_agent)))
+    assert written == set(runs), written ^ set(runs)
 
 
 def test_decide_and_the_hands_on_task_reference():
