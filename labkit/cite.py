@@ -214,8 +214,10 @@ def citation_report(answer, sources, judge=supports):
 
 
 def sources_read(messages):
-    """The source ids an agent actually read (get_document results in its history), in order.
+    """The source ids an agent actually read (get_document results in its history), in order, once each.
 
+    Only a successful result whose data has both a text and a source_id counts: search previews
+    do not, nor do other tools' documents (read_doc returns a name, not a source_id).
     Example: validate_answer(parse_answer(result.answer), sources_read(result.messages))
     """
     seen = []
@@ -227,8 +229,9 @@ def sources_read(messages):
         except json.JSONDecodeError:
             continue
         data = result.get("data") if isinstance(result, dict) and result.get("ok") else None
-        if isinstance(data, dict) and "text" in data and data.get("source_id") not in seen:
-            seen.append(data["source_id"])
+        source_id = data.get("source_id") if isinstance(data, dict) and "text" in data else None
+        if isinstance(source_id, str) and source_id not in seen:
+            seen.append(source_id)
     return seen
 
 

@@ -491,12 +491,12 @@ def test_extractive_answer_quotes_and_cites_or_reports_insufficient_evidence(lib
 
 # ---------------------------------------------------------------- the tools in a real loop
 
-def test_agent_searches_reads_recovers_from_a_bad_id_and_cites_what_it_read(library):
+def test_scripted_agent_bad_id_then_search_then_read_cites_what_it_read(library):
     from labkit.cite import sources_read
     from labkit.loop import run
     from labkit.models import ScriptedModel, call, say
 
-    def read_first_hit(messages, tools):               # the model picks the first source_id it was shown
+    def read_first_hit(messages, tools):               # computed from the last result, not chosen
         first = json.loads(messages[-1].content)["data"][0]["source_id"]
         return call("get_document", source_id=first)
     answer = json.dumps({"status": "answered", "claims": [
@@ -513,3 +513,20 @@ def test_agent_searches_reads_recovers_from_a_bad_id_and_cites_what_it_read(libr
     assert validate_answer(parsed, sources_read(result.messages)) == []
     assert citation_report(parsed, library.by_id).support_precision == 1.0
     assert [t.name for t in source_tools(library)] == ["search_local_sources", "get_document"]
+
+
+def test_sources_read_counts_only_results_that_carry_a_source_id(library):
+    from labkit.cite import sources_read
+    from labkit.loop import run
+    from labkit.models import ScriptedModel, call, say
+    from labkit.tools import read_doc
+
+    # read_doc (02_tools) returns {"name", "text"}: a document, but not one with a source_id
+    handbook = run("x", ScriptedModel([call("read_doc", doc="handbook-units.md"), say("ok")]), [read_doc])
+    assert handbook.tool_calls == 1 and '"text"' in handbook.messages[-2].content
+    assert sources_read(handbook.messages) == []
+    mixed = run("x", ScriptedModel([call("read_doc", doc="handbook-units.md"),
+                                    call("get_document", source_id="retries#4"),
+                                    call("get_document", source_id="retries#4"), say("ok")]),
+                [read_doc, *source_tools(library)])
+    assert sources_read(mixed.messages) == ["retries#4"]          # once, though read twice
