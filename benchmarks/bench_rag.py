@@ -1,11 +1,12 @@
 """BM25 and dense retrieval: labkit vs bm25s vs rank_bm25, in one run, on SciFact when present.
 
-    python -m benchmarks rag                    # BM25: build time, queries/s, nDCG@10 (+ ratios)
-    python -m benchmarks.bench_rag --dense      # also MiniLM and RRF nDCG@10 (minutes on 2 cores)
-    LABKIT_BENCH_DENSE=1 python -m benchmarks rag   # the same through the runner
+    python -m benchmarks rag            # BM25: build time, queries/s, nDCG@10 (+ ratios)
+    python -m benchmarks rag --dense    # also MiniLM and RRF nDCG@10 (minutes on 2 cores; or LABKIT_BENCH_DENSE=1)
 
-Data: ../shared/ir/scifact beside the repository (never copied into it); when it is absent, a
-generated corpus with Zipf-distributed words stands in (nDCG is then against generated qrels).
+Data: SciFact (BEIR format: corpus.jsonl, queries.jsonl, qrels/test.tsv) is not shipped; place it at
+../shared/ir/scifact beside the repository (never copied into it). When it is absent, a generated
+corpus with Zipf-distributed words stands in (nDCG is then against generated qrels, not comparable);
+the first line printed says which data was used.
 Everyone gets the same tokens: lowercase `\\w+` (labkit.rag.tokenize; SciFact has no CJK), k1=1.5,
 b=0.75. bm25s runs method="lucene" (its default), the variant labkit implements; rank_bm25's
 BM25Okapi has its own idf floor, so its nDCG differs slightly. Timings are this machine, now:
@@ -25,6 +26,10 @@ from labkit.rag import BM25Index, bm25_naive, rrf, tokenize
 
 ROOT = Path(__file__).resolve().parent.parent
 SCIFACT = ROOT.parent / "shared" / "ir" / "scifact"
+# nDCG@10 from one earlier run of `python -m benchmarks rag --dense` on SciFact (BEIR test split):
+# measured with this file, not taken from a paper. A change in tokens or scoring shows up against them.
+EARLIER_RUN = {"labkit BM25Index": 0.6646, "bm25s (lucene, numpy)": 0.6646, "rank_bm25 BM25Okapi": 0.6519,
+             "MiniLM": 0.6451, "RRF": 0.6907}
 
 
 def load_scifact(folder=None):
@@ -40,6 +45,22 @@ def load_scifact(folder=None):
         qrels.setdefault(qid, {})[did] = int(grade)
     return ([d["_id"] for d in docs], [d["title"] + " " + d["text"] for d in docs],
             {qid: queries[qid] for qid in qrels}, qrels)
+
+
+def choose_data(folder=None):
+    """(data, is_scifact, line): SciFact when `folder` holds it, else the generated stand-in.
+
+    `line` says which data was used and, for the stand-in, where SciFact must go.
+    Example: data, is_scifact, line = choose_data(); print(line)   # the benchmark's first line
+    """
+    folder = Path(folder or SCIFACT)
+    data = load_scifact(folder)
+    if data:
+        return data, True, f"data: SciFact from {folder} (BEIR test: {len(data[0]):,} docs, {len(data[3])} queries)"
+    data = generated_corpus()
+    return data, False, (f"data: a GENERATED corpus ({len(data[0]):,} docs of Zipf words, {len(data[3])} queries), "
+                         f"NOT SciFact: no corpus.jsonl in {folder}. For the real figures place BEIR SciFact "
+                         "(corpus.jsonl, queries.jsonl, qrels/test.tsv) at ../shared/ir/scifact beside the repository")
 
 
 def generated_corpus(n_docs=5000, n_queries=300, seed=0):
@@ -129,10 +150,9 @@ def dense_rankings(texts, queries, ids, cache_dir=None):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     dense = "--dense" in argv or os.environ.get("LABKIT_BENCH_DENSE") == "1"
-    data = load_scifact()
-    source = "SciFact (BEIR test: 5,183 docs, 300 queries)" if data else "a generated corpus (SciFact not found)"
-    ids, texts, queries, qrels = data or generated_corpus()
-    print(f"data: {source}; tokens: lowercase \\w+, k1=1.5, b=0.75")
+    (ids, texts, queries, qrels), scifact, line = choose_data()
+    print(line)
+    print("tokens: lowercase \\w+ (labkit.rag.tokenize) for every system; k1=1.5, b=0.75")
     doc_tokens, _ = timed(lambda: [tokenize(t) for t in texts])
     query_tokens = {q: tokenize(t) for q, t in queries.items()}
 
@@ -147,10 +167,10 @@ def main(argv=None):
     labkit_qps = n / rows[0][2]
     print(f"{'system':<24}{'build s':>9}{'queries/s':>11}{'nDCG@10':>9}   labkit qps / this")
     for name, b, e, score in rows:
-        print(f"{name:<24}{b:>9.3f}{n / e:>11,.0f}{score:>9.4f}   {labkit_qps / (n / e):>6.2f}x")
+        print(f"{name:<24}{b:>9.3f}{n / e:>11,.0f}{score:>9.4f}   {labkit_qps / (n / e):>6.2f}x"
+              + (f"   (earlier run {EARLIER_RUN[name]:.4f})" if scifact else ""))
     print(f"{'bm25_naive (reference)':<24}{'-':>9}{1 / naive:>11,.1f}{'':>9}   {labkit_qps * naive:>6.0f}x")
-    print(f"build: labkit takes {rows[0][1] / rows[1][1]:.2f}x the time of bm25s"
-          + ("; published BM25 nDCG@10 with these settings: 0.6646" if data else ""))
+    print(f"build: labkit takes {rows[0][1] / rows[1][1]:.2f}x the time of bm25s")
 
     if not dense:
         print("dense: skipped (add --dense or LABKIT_BENCH_DENSE=1; MiniLM over SciFact takes minutes on CPU)")
@@ -158,9 +178,11 @@ def main(argv=None):
     dense_rank, seconds, status = dense_rankings(texts, queries, ids)
     bm25_100 = {q: [ids[i] for i, _ in index.top_k(toks, 100)] for q, toks in query_tokens.items()}
     fused = {q: [d for d, _ in rrf([bm25_100[q], dense_rank[q]])] for q in queries}
-    print(f"MiniLM exact cosine  nDCG@10 {mean_ndcg(dense_rank, qrels):.4f}  (published 0.6451; "
-          f"corpus embedded in {seconds:.0f} s, cache {status})")
-    print(f"RRF(BM25, MiniLM)    nDCG@10 {mean_ndcg(fused, qrels):.4f}  (k=60, top 100 of each; reference about 0.69)")
+    print(f"MiniLM exact cosine  nDCG@10 {mean_ndcg(dense_rank, qrels):.4f}  ("
+          + (f"earlier run {EARLIER_RUN['MiniLM']:.4f}; " if scifact else "")
+          + f"corpus embedded in {seconds:.0f} s, cache {status})")
+    print(f"RRF(BM25, MiniLM)    nDCG@10 {mean_ndcg(fused, qrels):.4f}  (k=60, top 100 of each"
+          + (f"; earlier run {EARLIER_RUN['RRF']:.4f})" if scifact else ")"))
 
 
 if __name__ == "__main__":

@@ -3,11 +3,11 @@
 Built in 06_rag (with labkit.rag). `build_context` lays out rules, task, evidence (each block
 labelled untrusted, with its source_id) and history, dropping whole blocks to fit a budget and
 reporting which source ids it left out. An `Answer` is claims with source ids; `validate_answer`
-checks every claim is cited with known ids; `citation_report` measures completeness, support
-precision and how many citations could be decided. Offline, `extractive_answer` quotes the best
-chunk: no model writes anything.
-Deliberately left out: a trained judge of support (NLI or an LLM judge; a word-overlap check
-stands in), sentence-level attribution, and exact token counts (estimate_tokens stands in).
+checks their ids; `citation_report` measures completeness and support. Offline, `extractive_answer`
+quotes the best chunk: no model writes anything.
+Deliberately left out: a trained judge of support (production: an NLI model or an LLM judge; a
+word-overlap check stands in), sentence-level attribution, and exact token counts (estimate_tokens
+stands in; production counts with the model's tokenizer, e.g. tiktoken, passed as `count`).
 """
 import json
 import re
@@ -214,8 +214,10 @@ def citation_report(answer, sources, judge=supports):
 
 
 def sources_read(messages):
-    """The source ids an agent actually read (get_document results in its history), in order.
+    """The source ids whose full text the tools returned (get_document results in the history), once each.
 
+    Only a successful result whose data has both a text and a source_id counts: search previews
+    do not, nor do other tools' documents (read_doc returns a name, not a source_id).
     Example: validate_answer(parse_answer(result.answer), sources_read(result.messages))
     """
     seen = []
@@ -227,8 +229,9 @@ def sources_read(messages):
         except json.JSONDecodeError:
             continue
         data = result.get("data") if isinstance(result, dict) and result.get("ok") else None
-        if isinstance(data, dict) and "text" in data and data.get("source_id") not in seen:
-            seen.append(data["source_id"])
+        source_id = data.get("source_id") if isinstance(data, dict) and "text" in data else None
+        if isinstance(source_id, str) and source_id not in seen:
+            seen.append(source_id)
     return seen
 
 

@@ -6,8 +6,8 @@ Face publishes (the package is a third-party repackaging). `OpenAIEmbedder` is t
 `embed_cached` keeps vectors on disk under a digest of model + texts, written atomically and
 rebuilt when damaged. `cosine_top_k` is exact search in torch; `mmr` trades relevance for variety.
 
-Deliberately left out: approximate indexes (HNSW, IVF), quantised vectors, GPU batching, and
-checking the tokenizer/config files (only the weights are verified).
+Deliberately left out: approximate indexes (HNSW, IVF; production uses them, e.g. FAISS, once there
+are millions of chunks), quantised vectors, GPU batching, and checking the tokenizer/config files.
 """
 import hashlib
 import io

@@ -5,7 +5,8 @@ Built in 06_rag. Markdown documents become chunks with exact spans and stable so
 rankings; a context builder lays out rules, task, untrusted evidence and history under a budget;
 an answer is claims with source ids, validated and scored by a citation report.
 
-Deliberately left out: stemming, stopwords and real Chinese word segmentation, rerankers,
+Deliberately left out: stemming, stopwords and real Chinese word segmentation (character bigrams
+stand in; production uses a segmenter such as jieba or a search engine's CJK analyzer), rerankers,
 incremental index updates, and a trained model to judge support (a lexical check stands in).
 """
 import json
@@ -79,7 +80,8 @@ def tokenize(text):
     """Lowercase `\\w+` words; runs of Chinese/Japanese characters become overlapping bigrams.
 
     Limits: no stemming ("retries" != "retry"), no stopwords, bigrams are not real words
-    ("向量检索" -> 向量, 量检, 检索), Korean and Thai are left as whole words.
+    ("向量检索" -> 向量, 量检, 检索; production segments words, e.g. jieba or a CJK analyzer),
+    Korean and Thai are left as whole words.
     Example: tokenize("Retry 向量检索!")  ->  ["retry", "向量", "量检", "检索"]
     """
     tokens = []

@@ -491,12 +491,12 @@ def test_extractive_answer_quotes_and_cites_or_reports_insufficient_evidence(lib
 
 # ---------------------------------------------------------------- the tools in a real loop
 
-def test_agent_searches_reads_recovers_from_a_bad_id_and_cites_what_it_read(library):
+def test_scripted_agent_bad_id_then_search_then_read_cites_what_it_read(library):
     from labkit.cite import sources_read
     from labkit.loop import run
     from labkit.models import ScriptedModel, call, say
 
-    def read_first_hit(messages, tools):               # the model picks the first source_id it was shown
+    def read_first_hit(messages, tools):               # computed from the last result, not chosen
         first = json.loads(messages[-1].content)["data"][0]["source_id"]
         return call("get_document", source_id=first)
     answer = json.dumps({"status": "answered", "claims": [
@@ -513,3 +513,47 @@ def test_agent_searches_reads_recovers_from_a_bad_id_and_cites_what_it_read(libr
     assert validate_answer(parsed, sources_read(result.messages)) == []
     assert citation_report(parsed, library.by_id).support_precision == 1.0
     assert [t.name for t in source_tools(library)] == ["search_local_sources", "get_document"]
+
+
+def test_sources_read_counts_only_results_that_carry_a_source_id(library):
+    from labkit.cite import sources_read
+    from labkit.loop import run
+    from labkit.models import ScriptedModel, call, say
+    from labkit.tools import read_doc
+
+    # read_doc (02_tools) returns {"name", "text"}: a document, but not one with a source_id
+    handbook = run("x", ScriptedModel([call("read_doc", doc="handbook-units.md"), say("ok")]), [read_doc])
+    assert handbook.tool_calls == 1 and '"text"' in handbook.messages[-2].content
+    assert sources_read(handbook.messages) == []
+    mixed = run("x", ScriptedModel([call("read_doc", doc="handbook-units.md"),
+                                    call("get_document", source_id="retries#4"),
+                                    call("get_document", source_id="retries#4"), say("ok")]),
+                [read_doc, *source_tools(library)])
+    assert sources_read(mixed.messages) == ["retries#4"]          # once, though read twice
+
+
+# ---------------------------------------------------------------- the benchmark says which data it used
+
+def test_benchmark_first_line_names_its_data_and_where_scifact_goes(tmp_path, monkeypatch, capsys):
+    from labkit.config import REPO_ROOT
+    monkeypatch.syspath_prepend(str(REPO_ROOT))
+    monkeypatch.delenv("LABKIT_BENCH_DENSE", raising=False)
+    from benchmarks import bench_rag
+
+    small = bench_rag.generated_corpus(n_docs=60, n_queries=5)
+    monkeypatch.setattr(bench_rag, "SCIFACT", tmp_path / "absent")
+    monkeypatch.setattr(bench_rag, "generated_corpus", lambda: small)
+    bench_rag.main([])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("data: a GENERATED corpus (60 docs") and "NOT SciFact" in lines[0]
+    assert "../shared/ir/scifact beside the repository" in lines[0] and "earlier run" not in "\n".join(lines)
+
+    fake = tmp_path / "scifact"                                 # a three-document corpus in BEIR format
+    (fake / "qrels").mkdir(parents=True)
+    (fake / "corpus.jsonl").write_text("".join(json.dumps({"_id": str(i), "title": f"t{i}", "text": text}) + "\n"
+                                               for i, text in enumerate(["retry storms", "jitter", "sqlite wal"])))
+    (fake / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "jitter"}) + "\n")
+    (fake / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\t1\t1\n")
+    data, is_scifact, line = bench_rag.choose_data(fake)
+    assert is_scifact and line == f"data: SciFact from {fake} (BEIR test: 3 docs, 1 queries)"
+    assert data[2] == {"q1": "jitter"} and data[3] == {"q1": {"1": 1}}
