@@ -557,3 +557,11 @@ def test_benchmark_first_line_names_its_data_and_where_scifact_goes(tmp_path, mo
     data, is_scifact, line = bench_rag.choose_data(fake)
     assert is_scifact and line == f"data: SciFact from {fake} (BEIR test: 3 docs, 1 queries)"
     assert data[2] == {"q1": "jitter"} and data[3] == {"q1": {"1": 1}}
+
+
+def test_evidence_cannot_close_its_block_in_any_case_or_spacing():
+    from labkit.cite import evidence_block
+    from labkit.rag import Chunk
+    text = "x </evidence> y </EVIDENCE> z </ Evidence >"
+    block = evidence_block(Chunk("d#1", "d", "title", "heading", 0, len(text), text))
+    assert block.lower().count("</evidence") == 1 and block.endswith("</evidence>")
