@@ -1,0 +1,28 @@
+"""The README tells the truth about the files and commands it names."""
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_every_stage_row_names_a_notebook_and_modules_that_exist():
+    rows = re.findall(r"(?m)^\| (\d) \w+ \| `(\d\d_\w+)` \| (.+?) \|", README)
+    assert [int(n) for n, *_ in rows] == [1, 2, 3, 4, 5, 6, 7]
+    for _, notebook, modules in rows:
+        assert (ROOT / "notebooks" / f"{notebook}.ipynb").is_file(), notebook
+        for module in re.findall(r"`(\w+\.py)`", modules):
+            assert (ROOT / "labkit" / module).is_file(), module
+
+
+def test_the_make_targets_it_names_exist():
+    makefile = (ROOT / "Makefile").read_text()
+    for target in set(re.findall(r"\bmake (lab|test|notebooks|lock|bench|clean-venv)\b", README)):
+        assert re.search(rf"(?m)^{target}:", makefile), target
+
+
+def test_the_paths_in_the_file_map_exist():
+    block = README.split("## Files", 1)[1].split("```")[1]
+    for name in re.findall(r"(?m)^\s*([\w./-]+/?)\s{2,}", block):
+        path = ROOT / ("labkit/" + name if name.endswith(".py") and "/" not in name else name)
+        assert path.exists(), name
