@@ -157,6 +157,7 @@ class ScriptedModel:
     A step is a Step (`say`, `call`, ...) or a function (messages, tools) -> Step for a lesson
     about reacting to input. It records what it was shown (`seen`), fails loudly when the script
     runs out, and `unused()` lists steps never reached. Usage is estimated, and marked so.
+    Set `max_output_tokens` to cut a longer reply the way a server does (status "incomplete").
 
     Example: ScriptedModel([say("pong")]).respond([user("ping")]).text  ->  "pong"
     """
@@ -166,6 +167,7 @@ class ScriptedModel:
         self.position = 0
         self.seen = []
         self.usage = Usage(estimated=True)
+        self.max_output_tokens = None     # None: no cap; else replies are cut to fit, as a server does
         self._ids = count(1)
 
     def respond(self, messages, tools=()):
@@ -183,12 +185,30 @@ class ScriptedModel:
             step = step(messages, tools)            # a computed step reacts to what it was shown
         if not isinstance(step, Step):
             raise UserError(f"script step {self.position} is {step!r}, not a step — use say(...) or call(...)")
-        calls = [ToolCall(f"call_{next(self._ids)}", name, arguments) for name, arguments in step.calls]
-        spoken = step.text + "".join(name + arguments for name, arguments in step.calls)
+        text, said, status, reason = self._capped(step)
+        calls = [ToolCall(f"call_{next(self._ids)}", name, arguments) for name, arguments in said]
+        spoken = text + "".join(name + arguments for name, arguments in said)
         usage = Usage(estimate_messages(messages), estimate_tokens(spoken), estimated=True)
         usage.total_tokens = usage.input_tokens + usage.output_tokens
         self.usage = self.usage + usage
-        return Reply(step.text, calls, usage, step.status, step.incomplete_reason)
+        return Reply(text, calls, usage, status, reason)
+
+    def _capped(self, step):
+        """(text, calls, status, reason) as a server with max_output_tokens returns them: text cut to fit,
+        then only the calls that fit whole, and status "incomplete" when anything was cut."""
+        cap, calls = self.max_output_tokens, step.calls
+        if cap is None or estimate_tokens(step.text + "".join(n + a for n, a in calls)) <= cap:
+            return step.text, calls, step.status, step.incomplete_reason
+        low, high = 0, len(step.text)       # the longest prefix of the text that fits
+        while low < high:
+            middle = (low + high + 1) // 2
+            low, high = (middle, high) if estimate_tokens(step.text[:middle]) <= cap else (low, middle - 1)
+        text, kept = step.text[:low], ()
+        for name, arguments in calls:
+            if estimate_tokens(text + "".join(n + a for n, a in kept) + name + arguments) > cap:
+                break
+            kept += ((name, arguments),)
+        return text, kept, "incomplete", "max_output_tokens"
 
     def unused(self):
         """The steps never reached, as text. Example: model.unused()  ->  ["say('bye')"]"""

@@ -170,3 +170,32 @@ def test_module_request_preview_needs_no_key(monkeypatch):
     assert request_preview(messages, [WEATHER]) == ChatModel("gpt-test", api_key=KEY).request_preview(messages, [WEATHER])
     with pytest.raises(UserError, match="not an API"):
         request_preview(messages, api="completions")
+
+
+def test_scripted_model_has_no_output_cap_by_default():
+    long = "word " * 400
+    reply = ScriptedModel([say(long)]).respond([user("talk")])
+    assert ScriptedModel().max_output_tokens is None
+    assert (reply.status, reply.text, reply.usage.output_tokens) == ("completed", long, estimate_tokens(long))
+
+
+def test_a_capped_scripted_model_cuts_a_long_reply_like_a_server():
+    model = ScriptedModel([say("word " * 400), say("short"), say("你好世界" * 10)])
+    model.max_output_tokens = 5
+    cut = model.respond([user("talk")])
+    assert (cut.status, cut.incomplete_reason) == ("incomplete", "max_output_tokens")
+    assert cut.text == ("word " * 400)[:20] and cut.usage.output_tokens == 5 == estimate_tokens(cut.text)
+    assert model.respond([user("again")]).status == "completed"          # a reply that fits is untouched
+    chinese = model.respond([user("again")])
+    assert chinese.text == "你好世界你" and chinese.usage.output_tokens == 5
+
+
+def test_a_capped_scripted_model_drops_calls_that_do_not_fit():
+    model = ScriptedModel([turn(say("Checking."), call("get_weather", city="Paris" * 20)),
+                           turn(say("Checking."), call("get_weather", city="Paris"))])
+    model.max_output_tokens = 10
+    cut = model.respond([user("weather?")])
+    assert cut.status == "incomplete" and cut.text == "Checking." and cut.tool_calls == []
+    assert cut.usage.output_tokens <= 10
+    fits = model.respond([user("weather?")])
+    assert fits.status == "completed" and [c.name for c in fits.tool_calls] == ["get_weather"]
