@@ -25,7 +25,8 @@ from .errors import LabkitError, ServiceError, UserError
 from .loop import DEFAULT_SYSTEM, Decision, Guard, run
 from .models import ScriptedModel, Step, ToolCall, Usage, as_tool_spec, call, estimate_tokens, say
 from .models import estimate_messages as estimate_input   # subtle: the scripted model's own estimate
-from .tools import RISKS, ArgumentError, ToolError, ToolRegistry, parse_arguments, tool, validate_arguments
+from .tools import (RISKS, ArgumentError, ToolError, ToolRegistry, canonical, parse_arguments, tool,
+                    validate_arguments)
 from .trace import describe_call
 
 GUARDED_SYSTEM = DEFAULT_SYSTEM + (
@@ -263,24 +264,13 @@ class Malformed(Guard):
         return Decision("refuse", kind, f"{message}. This is the one correction: another malformed call stops the run")
 
 
-def _normal(value):
-    if isinstance(value, float) and value.is_integer():
-        return int(value)         # subtle: JSON has one number type, so 1 and 1.0 are the same argument
-    if isinstance(value, dict):
-        return {k: _normal(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_normal(v) for v in value]
-    return value
-
-
 def fingerprint(call):
     """The tool and its canonically serialised arguments: key order, spacing and escapes do not matter.
 
     Example: fingerprint(ToolCall("call_1", "get_weather", '{ "city":"Paris" }'))  ->  'get_weather {"city":"Paris"}'
     """
     try:
-        arguments = json.dumps(_normal(parse_arguments(call.arguments)), sort_keys=True, ensure_ascii=False,
-                               separators=(",", ":"))
+        arguments = canonical(parse_arguments(call.arguments))   # subtle: 1 and 1.0 are one argument
     except ArgumentError:
         arguments = "unparsed " + " ".join(call.arguments.split())
     return f"{call.name} {arguments}"

@@ -19,33 +19,12 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from .errors import GuardrailTripped, ToolError, UserError
-from .tools import RISKS, ArgumentError, ToolRegistry, normalize_arguments, parse_arguments, validate_arguments
+from .tools import (RISKS, ArgumentError, ToolRegistry, canonical, normalize_arguments, parse_arguments,
+                    validate_arguments)
 from .trace import Trace
 
 STATUSES = ("in_flight", "succeeded", "failed", "needs_reconcile")
 CRASH_POINTS = ("before_persist", "after_persist", "during_execute", "after_execute")
-
-
-def _one_number(value):
-    """Whole-number floats as ints, at any depth: JSON has one number 30, however it is spelled."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, dict):
-        return {key: _one_number(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_one_number(item) for item in value]
-    return value
-
-
-def canonical(arguments):
-    """One text per value: sorted keys, no spaces, 30.0 written as 30.
-
-    subtle: validation accepts 30.0 as an integer (JSON Schema does), so if 30 and 30.0 were two texts,
-    one intent would derive two operation_ids and run twice. Numbers are folded here, without a schema,
-    so a caller who derives the id from the raw arguments still gets the one id (as RFC 8785 does).
-    Example: canonical({"b": 1.0, "a": 2})  ->  '{"a":2,"b":1}'
-    """
-    return json.dumps(_one_number(arguments), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def operation_id(principal, tool, arguments, scope=""):

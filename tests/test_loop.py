@@ -6,12 +6,12 @@ import pytest
 
 import labkit
 from labkit.errors import ModelBehaviorError, ServiceError, UserError
-from labkit.loop import (STOP_REASONS, Decision, Guard, RunResult, evaluate, load_scenarios, next_action,
+from labkit.loop import (STOP_REASONS, Decision, Guard, evaluate, load_scenarios, next_action,
                          parse_plan, parse_react, plan_and_execute, run, run_react, run_scenario)
-from labkit.live import ChatModel, ResponsesModel
-from labkit.models import (Message, Reply, ScriptedModel, ToolCall, call, check_pairing, incomplete, raw_call, say,
-                           tool_message, turn, user)
-from labkit.tools import ToolError, calculate, get_weather, list_docs, read_doc, tool
+from labkit.live import ResponsesModel
+from labkit.models import (Message, ScriptedModel, ToolCall, call, check_pairing, incomplete, say,
+                           turn, user)
+from labkit.tools import calculate, get_weather, read_doc, tool
 
 SCENARIOS = load_scenarios()
 

@@ -16,7 +16,7 @@ from labkit.check import check
 from labkit.errors import GuardrailTripped, ToolError, UserError
 from labkit.loop import STOP_REASONS
 from labkit.runtime import (CRASH_POINTS, TERMINAL, TRANSITIONS, Action, Cancelled, GoalVerified, OperationStore,
-                            OutcomeUnknown, PermissionDenied, Reconciled, State, ToolFailed, ToolRequested,
+                            OutcomeUnknown, Reconciled, State, ToolFailed, ToolRequested,
                             ToolRuntime, ToolSucceeded, canonical, decide, event_for, operation_id, reduce,
                             run_agent)
 from labkit.tools import Tool
