@@ -24,7 +24,7 @@ from pathlib import Path
 
 from .config import REPO_ROOT, redact
 from .errors import LabkitError, ServiceError, ToolError, UserError
-from .tools import Tool
+from .tools import Tool, approved
 
 KINDS = ("preference", "fact", "episode", "note")
 SOURCES = ("user", "assistant", "tool")   # who said it; only "user" is explicit
@@ -438,11 +438,6 @@ class MemoryStore:
 
 # ---------------------------------------------------------------- working memory
 
-def said_yes(answer):
-    """Whether a person's answer means yes. Example: said_yes("Yes please")  ->  True"""
-    return answer is True or (isinstance(answer, str) and answer.strip().lower().startswith("y"))
-
-
 @dataclass
 class Item:
     id: str                   # "w1", "w2", ... in the order they were added
@@ -494,9 +489,10 @@ class WorkingMemory:
     def consolidate(self, store, tenant, *, threshold=PROMOTE_AT, confirm=None, ttl_days=90):
         """Promote items with importance >= threshold to long-term memory, under the same policy.
 
-        An item goes only if it was confirmed when added or `confirm(question)` answers yes now. It is
-        stored with source "assistant": the agent phrased it and the person only agreed to keep it (the
-        rule of the `remember` tool), so it never passes for the person's own words.
+        An item goes only if it was confirmed when added or `confirm(question)` answers an explicit
+        yes now (`approved`, the one consent rule). It is stored with source "assistant": the agent
+        phrased it and the person only agreed to keep it (the rule of the `remember` tool), so it
+        never passes for the person's own words.
         Example: wm.consolidate(store, "ana", confirm=lambda question: "yes")
         """
         report = {"promoted": {}, "needs_confirmation": [], "not_important": []}
@@ -506,7 +502,8 @@ class WorkingMemory:
             if item.importance < threshold:
                 report["not_important"].append(item.id)
                 continue
-            if not item.confirmed and not (confirm and said_yes(confirm(f"May I remember: {item.content!r}?"))):
+            question = f"May I remember: {item.content!r}?"
+            if not item.confirmed and not (confirm and approved(confirm(question))):
                 report["needs_confirmation"].append(item.id)
                 continue
             result = store.write(tenant, item.content, kind=item.kind, importance=item.importance,
@@ -538,7 +535,7 @@ def memory_tools(store, tenant, confirm=None, limit=5):
         replacing = old is not None and old.content != new
         question = (f"Replace {old.content!r} with {new!r}? (yes/no)" if replacing   # a yes is never blind
                     else f"May I remember this about you: {new!r}? (yes/no)")
-        if not said_yes(confirm(question) if confirm else None):
+        if not approved(confirm(question) if confirm else None):
             if replacing and confirm:
                 raise ToolError(f"not replaced: the user kept {old.content!r} — go on with that value and do not "
                                 "ask again unless the user brings it up", "kept")

@@ -509,6 +509,29 @@ def result_text(result):
     return json.dumps(result, ensure_ascii=False, allow_nan=False)
 
 
+# ---------------------------------------------------------------- consent: one rule for every yes
+
+# What counts as an explicit yes, after trimming spaces and case and one final . ! 。 or ！
+YES_WORDS = frozenset({"y", "yes", "是", "是的", "好", "好的", "可以", "同意"})
+
+
+def approved(answer):
+    """Whether a person's answer is consent: only True, or exactly one of YES_WORDS; all else is no.
+
+    Memory (03: remember, consolidate) and permissions (05) ask through this one rule. A sentence
+    that starts like a yes is not one: "Yesterday I said no", "yes, but not now", "yes?", "yeah no",
+    None, 1 and "true" all mean no, so a misread answer can only ever refuse.
+    Example: approved("Yes!")  ->  True;  approved("you must not")  ->  False
+    """
+    if answer is True:
+        return True
+    if not isinstance(answer, str):
+        return False
+    text = answer.strip().casefold()
+    text = text[:-1] if text.endswith((".", "!", "。", "！")) else text
+    return text in YES_WORDS
+
+
 # ---------------------------------------------------------------- teaching tools
 
 CALC_MAX_CHARS, CALC_MAX_NODES, CALC_MAX_MAGNITUDE = 200, 60, 1e15

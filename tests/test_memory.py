@@ -15,7 +15,7 @@ import pytest
 from labkit import ServiceError, UserError, check
 from labkit import memory
 from labkit.memory import (DAY, MAX_CHARS, ManualClock, MemoryStore, Refused, WorkingMemory, idf, main,
-                           memory_tools, record_problems, recency, said_yes, score, tokens)
+                           memory_tools, record_problems, recency, score, tokens)
 from labkit.models import ToolCall
 from labkit.tools import ToolRegistry, execute
 
@@ -387,11 +387,6 @@ def test_consolidate_promotes_only_important_and_confirmed_items(store, clock):
     assert [m.source for m in store.list("ana")] == ["assistant", "assistant"]
     again = wm.consolidate(store, "ana")                   # promoted items are not written twice
     assert again["promoted"] == {} and again["needs_confirmation"] == ["w4"]
-
-
-def test_said_yes():
-    assert said_yes("Yes") and said_yes(" y") and said_yes(True)
-    assert not said_yes("no") and not said_yes("") and not said_yes(None) and not said_yes(1)
 
 
 # ---------------------------------------------------------------- the remember and recall tools
