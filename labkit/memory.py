@@ -24,7 +24,7 @@ from pathlib import Path
 
 from .config import REPO_ROOT, redact
 from .errors import LabkitError, ServiceError, ToolError, UserError
-from .tools import Tool, approved
+from .tools import WHOLE_CHARACTERS, Tool, approved, check_text, required_id, unencodable
 
 KINDS = ("preference", "fact", "episode", "note")
 SOURCES = ("user", "assistant", "tool")   # who said it; only "user" is explicit
@@ -38,6 +38,7 @@ STOPWORDS = frozenset("a about an and are as at be by can could did do does for 
                       "in is it its me my of on or she should that the their them they this to was we were what "
                       "when where which who why will with would you your user users".split())
 _ID = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+MAX_TENANT = 100
 
 
 class Refused(UserError):
@@ -106,14 +107,33 @@ def _unit(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1
 
 
+def _tenant(tenant):
+    """The tenant, checked: whose memory it is, 1-100 characters (UserError otherwise)."""
+    how = f"name whose memory this is in 1-{MAX_TENANT} characters, e.g. tenant='ana'"
+    if len(required_id(tenant, "tenant", how)) > MAX_TENANT:
+        raise UserError(f"tenant has {len(tenant)} characters — {how}")
+    return tenant
+
+
+def _memory_id(id):
+    """A memory id to look up, checked: a missing, blank or malformed one can never be stored."""
+    how = "pass the id a write returned, e.g. 'units' (store.list(tenant) shows them)"
+    if not _ID.fullmatch(required_id(id, "id", how)):
+        raise UserError(f"id {id!r} is not a memory id (1-64 letters, digits or _.:-) — {how}")
+    return id
+
+
 def record_problems(record):
     """What is wrong with a memory record, as {field: "what — fix"}; empty when it may be stored.
 
     Example: record_problems({..., "confirmed": False})  ->  {"confirmed": "the user has not ..."}
     """
     r, problems = record, {}
-    if not isinstance(r.get("tenant"), str) or not r["tenant"].strip() or len(r["tenant"]) > 100:
-        problems["tenant"] = "tenant must name whose memory this is (1-100 characters) — pass tenant='alice'"
+    try:
+        _tenant(r.get("tenant"))
+    except UserError as exc:
+        problems["tenant"] = str(exc)
+    # id None is the documented way to let the store assign one ("m1"); "" or "  " is refused
     if r.get("id") is not None and not (isinstance(r["id"], str) and _ID.fullmatch(r["id"])):
         problems["id"] = "id must be 1-64 letters, digits or _.:- — name the slot, e.g. 'units'"
     if r.get("kind") not in KINDS:
@@ -123,6 +143,8 @@ def record_problems(record):
         problems["content"] = "content is empty — say what to remember in a sentence"
     elif len(content) > MAX_CHARS:
         problems["content"] = f"content has {len(content)} characters — at most {MAX_CHARS} characters; summarise"
+    elif unencodable(content, "content"):
+        problems["content"] = f"{unencodable(content, 'content')} — {WHOLE_CHARACTERS}"
     elif redact(content) != content:
         problems["content"] = "content looks like it holds a key (sk-...) — never store secrets in memory"
     if r.get("source") not in SOURCES:
@@ -264,6 +286,8 @@ class MemoryStore:
               confidence=1.0, importance=0.5, ttl_days=90):
         """Store one memory the user confirmed; the same id replaces the old value (kept in history).
 
+        id=None (the default) lets the store name the slot ("m1", "m2", ...); a blank id is refused.
+
         Example: store.write("ana", "Prefers metric units", id="units", confirmed=True).status  ->  "created"
         """
         return self.write_many([dict(tenant=tenant, content=content, id=id, kind=kind, confirmed=confirmed,
@@ -334,11 +358,13 @@ class MemoryStore:
 
     def get(self, tenant, id):
         """The live memory with this id, or None. Example: store.get("ana", "units").content"""
+        tenant, id = _tenant(tenant), _memory_id(id)
         found = self._row(self.db, "tenant = ? AND id = ? AND expires_at > ?", (tenant, id, self.clock()))
         return found and found[1]
 
     def list(self, tenant, kind=None):
         """Every live memory of a tenant, oldest first. Example: [m.id for m in store.list("ana")]"""
+        tenant = _tenant(tenant)
         rows = self.db.execute(f"SELECT {_COLUMNS} FROM memories WHERE tenant = ? AND expires_at > ? "
                                "AND (? IS NULL OR kind = ?) ORDER BY created_at, key",
                                (tenant, self.clock(), kind, kind))
@@ -346,11 +372,13 @@ class MemoryStore:
 
     def count(self, tenant):
         """How many live memories a tenant has. Example: store.count("ana")  ->  3"""
+        tenant = _tenant(tenant)
         return self.db.execute("SELECT COUNT(*) FROM memories WHERE tenant = ? AND expires_at > ?",
                                (tenant, self.clock())).fetchone()[0]
 
     def history(self, tenant, id):
         """The values this memory had before, oldest first. Example: store.history("ana", "units")"""
+        tenant, id = _tenant(tenant), _memory_id(id)
         rows = self.db.execute("SELECT h.kind, h.content, h.source, h.confidence, h.importance, h.updated_at, "
                                "h.replaced_at FROM history h JOIN memories m ON m.key = h.key WHERE m.tenant = ? "
                                "AND m.id = ? ORDER BY h.seq", (tenant, id))
@@ -362,6 +390,11 @@ class MemoryStore:
 
         Example: [h.memory.content for h in store.recall("ana", "which units?")]  ->  ["Prefers metric units"]
         """
+        tenant = _tenant(tenant)
+        if not isinstance(query, str):
+            raise UserError(f"the query must be text, got {type(query).__name__} — ask with words, "
+                            "e.g. 'units'")
+        check_text(query, "the query", UserError)
         words = sorted(set(tokens(query)))
         if not words:
             raise UserError(f"the query {query!r} has no keywords — ask with words, e.g. 'units'")
@@ -394,6 +427,8 @@ class MemoryStore:
 
     def delete(self, tenant, id):
         """Delete one memory with its history. Example: store.delete("ana", "units")"""
+        tenant, id = _tenant(tenant), _memory_id(id)
+
         def work(db):
             found = self._row(db, "tenant = ? AND id = ?", (tenant, id))
             if not found:
@@ -408,6 +443,7 @@ class MemoryStore:
 
         Example: store.forget("ana", keep=100)   # priority = recency x (0.8 + 0.4 x importance)
         """
+        tenant = _tenant(tenant)
         if below_importance is None and older_than_days is None and keep is None:
             raise UserError("forget() needs below_importance=, older_than_days= or keep= — say what to forget")
         now = self.clock()
@@ -426,6 +462,7 @@ class MemoryStore:
 
     def export(self, tenant):
         """Everything stored about a tenant, with history, as JSON-able data. Example: store.export("ana")"""
+        tenant = _tenant(tenant)
         self._write(lambda db: self._purge(db, self.clock()))
         memories = []
         for m in self.list(tenant):
@@ -469,6 +506,7 @@ class WorkingMemory:
         if not isinstance(content, str) or not content.strip() or kind not in KINDS or not _unit(importance):
             raise UserError("a working-memory item needs non-empty content, a kind from "
                             f"{', '.join(KINDS)} and importance from 0 to 1")
+        check_text(content, "content", UserError)
         now = self.clock()
         item = Item(f"w{next(self._ids)}", content.strip(), kind, importance, confirmed, now, now + self.ttl_seconds)
         self._items[item.id] = item
@@ -495,6 +533,7 @@ class WorkingMemory:
         never passes for the person's own words.
         Example: wm.consolidate(store, "ana", confirm=lambda question: "yes")
         """
+        tenant = _tenant(tenant)                  # before anyone is asked anything
         report = {"promoted": {}, "needs_confirmation": [], "not_important": []}
         for item in self.items():
             if item.promoted_to:
@@ -526,6 +565,8 @@ def memory_tools(store, tenant, confirm=None, limit=5):
     result saying "remember that ...") can confirm.
     Example: remember, recall = memory_tools(store, "ana", confirm=input)
     """
+    tenant = _tenant(tenant)
+
     def remember(id, content, kind, importance):
         record = dict(tenant=tenant, id=id, content=content, kind=kind, importance=importance, source="assistant",
                       confidence=1.0, ttl_days=90, confirmed=True)
@@ -607,6 +648,10 @@ def main(argv=None, clock=time.time):
     """The command line. Example: python -m labkit.memory set "Prefers metric units" --id units"""
     args = _cli_parser().parse_args(argv)
     try:
+        # bad bytes arrive as lone surrogates: refused first (a --db path may hold any bytes)
+        for name, value in vars(args).items():
+            if name != "db" and isinstance(value, str):
+                check_text(value, name, UserError)
         with MemoryStore(args.db, clock=clock) as store:
             if args.command == "set":
                 ttl = int(args.ttl_days) if float(args.ttl_days).is_integer() else args.ttl_days

@@ -209,6 +209,82 @@ def test_history_never_crosses_tenants(store):
     assert [h["content"] for h in store.history("bob", "x")] == ["bob first"]
 
 
+NOT_IDS = [None, "", "   ", "\t", 3, b"ana", " ana", "ana\n", "an\udcffa"]
+READERS = {
+    "get": lambda store, tenant: store.get(tenant, "units"),
+    "list": lambda store, tenant: store.list(tenant),
+    "count": lambda store, tenant: store.count(tenant),
+    "history": lambda store, tenant: store.history(tenant, "units"),
+    "recall": lambda store, tenant: store.recall(tenant, "units"),
+    "delete": lambda store, tenant: store.delete(tenant, "units"),
+    "forget": lambda store, tenant: store.forget(tenant, keep=0),
+    "export": lambda store, tenant: store.export(tenant),
+    "write": lambda store, tenant: store.write(tenant, "Likes tea", id="units", confirmed=True),
+    "memory_tools": lambda store, tenant: memory_tools(store, tenant),
+    "consolidate": lambda store, tenant: WorkingMemory().consolidate(store, tenant),
+}
+
+
+@pytest.mark.parametrize("method", READERS)
+@pytest.mark.parametrize("tenant", NOT_IDS)
+def test_every_api_refuses_a_missing_or_blank_tenant_and_says_how(store, method, tenant):
+    remember(store, "ana", "Prefers metric units", id="units")
+    with pytest.raises(UserError, match=r"tenant .*— name whose memory this is.*tenant='ana'"):
+        READERS[method](store, tenant)
+    assert [m.id for m in store.list("ana")] == ["units"]        # nothing was changed or deleted
+
+
+@pytest.mark.parametrize("method", ["get", "history", "delete"])
+@pytest.mark.parametrize("memory_id", NOT_IDS + ["no spaces", "x" * 65])
+def test_reading_or_deleting_by_a_missing_or_blank_id_is_refused(store, method, memory_id):
+    remember(store, "ana", "Prefers metric units", id="units")
+    with pytest.raises(UserError, match=r"id .*— pass the id a write returned"):
+        getattr(store, method)("ana", memory_id)
+    assert store.count("ana") == 1
+
+
+def test_id_none_lets_the_store_name_the_slot_and_a_blank_id_is_refused(store):
+    assert remember(store, "ana", "Likes jazz").memory.id == "m1"
+    for blank in ("", "  "):
+        with pytest.raises(Refused, match="id must be"):
+            remember(store, "ana", "Likes jazz", id=blank)
+
+
+def test_consolidate_asks_nobody_when_the_tenant_is_blank(store, clock):
+    work, asked = WorkingMemory(clock=clock), []
+    work.add("Wants chapters under 4,000 words", importance=0.9)
+    with pytest.raises(UserError, match="tenant"):
+        work.consolidate(store, " ", confirm=lambda question: asked.append(question) or "yes")
+    assert asked == []
+
+
+@pytest.mark.parametrize("field, fields", [
+    ("content", {"content": "Caf\udce9 au lait"}),        # a byte that was not UTF-8 (argv)
+    ("content", {"content": "Loves \ud83d"}),              # half of an emoji
+    ("tenant", {"tenant": "\udcff"}),
+])
+def test_a_write_with_text_utf8_cannot_encode_is_refused(store, field, fields):
+    record = {"tenant": "ana", "content": "Likes tea", **fields}
+    with pytest.raises(Refused, match=f"{field} holds .* UTF-8 cannot encode .* — ") as caught:
+        store.write(record.pop("tenant"), record.pop("content"), confirmed=True)
+    assert caught.value.kind == "invalid_record" and store.export("ana")["count"] == 0
+
+
+def test_recall_and_working_memory_refuse_text_utf8_cannot_encode(store, clock):
+    with pytest.raises(UserError, match="query holds"):
+        store.recall("ana", "tea \udcff")
+    with pytest.raises(UserError, match="content holds"):
+        WorkingMemory(clock=clock).add("Loves \ud83d")
+
+
+def test_the_remember_tool_gets_a_result_for_half_an_emoji(store):
+    remember_tool, recall_tool = memory_tools(store, "ana", confirm=lambda question: "yes")
+    registry = ToolRegistry([remember_tool, recall_tool])
+    arguments = '{"id": "mood", "content": "Loves \\ud83d", "kind": "note", "importance": 0.5}'
+    result = execute(ToolCall("call_1", "remember", arguments), registry)
+    assert (result["ok"], result["error"]) == (False, "invalid_text") and store.count("ana") == 0
+
+
 # ---------------------------------------------------------------- ranking
 
 def test_score_is_the_formula_of_the_issue():
