@@ -15,6 +15,7 @@ import json
 import math
 import re
 import sqlite3
+import stat
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -221,24 +222,64 @@ def _busy(exc):
     return isinstance(exc, sqlite3.OperationalError) and ("locked" in str(exc) or "busy" in str(exc))
 
 
+def _location_problem(path):
+    """Why `path` cannot hold a memory store, as "what — fix"; None when SQLite may open it.
+
+    A missing folder is refused, not created: a typo must not start an empty store.
+    """
+    try:
+        if path.is_dir():
+            return f"it is a folder, not a file — pass a file in it, e.g. {str(path / 'm.db')!r}"
+        if path.exists() and not stat.S_ISREG(path.stat().st_mode):
+            return "it is not a regular file (a device, pipe or socket) — pass a .sqlite3 file"
+        if not path.parent.is_dir():
+            where = "is not a folder" if path.parent.exists() else "does not exist"
+            return f"the folder {str(path.parent)!r} {where} — create it first, or fix a typo"
+    except (OSError, ValueError) as exc:    # e.g. a name too long, a NUL byte
+        return f"the path cannot be used ({getattr(exc, 'strerror', None) or exc}) — pass another"
+    return None
+
+
 class MemoryStore:
     """Long-term memory in one SQLite file (or ":memory:"), safe to share between processes.
 
     Writes run in BEGIN IMMEDIATE with a busy timeout and a bounded retry; WAL lets readers go on.
+    The file's folder must exist: it is never created, so a typo cannot start an empty store.
     Example: store = MemoryStore(":memory:"); store.write("ana", "Prefers metric units", id="units", confirmed=True)
     """
 
     def __init__(self, path=":memory:", *, clock=time.time, busy_timeout=5.0, retries=5, backoff=0.05):
         self.path, self.clock, self.retries, self.backoff = str(path), clock, retries, backoff
         self.busy_timeout = busy_timeout
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        problem = None if self.path == ":memory:" else _location_problem(Path(self.path))
+        if problem:
+            raise UserError(f"cannot open the memory store {self.path!r}: {problem}")
         self.db = sqlite3.connect(self.path, timeout=busy_timeout, isolation_level=None)
-        self.db.execute("PRAGMA foreign_keys = ON")
-        self._retrying(lambda: self.db.execute("PRAGMA journal_mode = WAL"))
-        # subtle: NORMAL in WAL survives a killed process; only power loss can undo the last commits
-        self.db.execute("PRAGMA synchronous = NORMAL")
-        self._write(lambda db: [db.execute(s) for s in SCHEMA.split(";")])
+        try:
+            self._open()
+        except BaseException:
+            self.db.close()
+            raise
+
+    def _open(self):
+        """Check the file is a memory store (or new), then set it up; a failure is one UserError."""
+        cannot = f"cannot open the memory store {self.path!r}:"
+        try:
+            listed = "SELECT name FROM sqlite_master WHERE type = 'table'"
+            tables = sorted(t for (t,) in self.db.execute(listed))
+            if tables and "memories" not in tables:       # e.g. --db runtime.db: never add to it
+                raise UserError(f"{cannot} it is a SQLite database of something else (tables: "
+                                f"{', '.join(tables)[:60]}) — pass a memory store or a new file")
+            self.db.execute("PRAGMA foreign_keys = ON")
+            self._retrying(lambda: self.db.execute("PRAGMA journal_mode = WAL"))
+            # subtle: NORMAL in WAL survives a killed process; power loss may undo the last commits
+            self.db.execute("PRAGMA synchronous = NORMAL")
+            self._write(lambda db: [db.execute(s) for s in SCHEMA.split(";")])
+        except sqlite3.DatabaseError as exc:    # "file is not a database", "disk I/O error", ...
+            fix = ("it is not a SQLite database — pass a memory store or a new file"
+                   if "not a database" in str(exc) else
+                   f"SQLite says {exc} — check that the file and its folder are writable")
+            raise UserError(f"{cannot} {fix}") from None
 
     def close(self):
         self.db.close()
@@ -398,24 +439,28 @@ class MemoryStore:
         words = sorted(set(tokens(query)))
         if not words:
             raise UserError(f"the query {query!r} has no keywords — ask with words, e.g. 'units'")
-        now, marks = self.clock(), ", ".join("?" * len(words))
+        now, listed = self.clock(), json.dumps(words)
+        # the query words travel as one JSON array (json_each), so any number of words is one
+        # parameter: one ? per word would stop at SQLite's limits on variables and UNION terms
         # subtle: n and df count live memories only, so an expired memory cannot sway the weights
         n = self.count(tenant)
-        df = dict(self.db.execute(f"SELECT t.term, COUNT(*) FROM terms t JOIN memories m ON m.key = t.key "
-                                  f"WHERE t.tenant = ? AND t.term IN ({marks}) AND m.expires_at > ? GROUP BY t.term",
-                                  (tenant, *words, now)))
+        df = dict(self.db.execute(
+            "SELECT t.term, COUNT(*) FROM json_each(?) q CROSS JOIN terms t ON t.tenant = ? "
+            "AND t.term = q.value JOIN memories m ON m.key = t.key WHERE m.expires_at > ? "
+            "GROUP BY t.term", (listed, tenant, now)))
         weights = {w: idf(df.get(w, 0), n) for w in words}
         total = sum(weights.values())
-        query_table = " UNION ALL ".join(["SELECT ? AS term, ? AS w"] * len(words))
         # subtle: CROSS JOIN fixes the order (query words -> their terms -> those memories); left to
         # itself SQLite may walk every memory of the tenant instead
         rows = self.db.execute(
-            f"WITH q AS ({query_table}) SELECT SUM(q.w), m.updated_at, m.importance, m.id, m.key FROM q "
-            "CROSS JOIN terms t ON t.tenant = ? AND t.term = q.term CROSS JOIN memories m ON m.key = t.key "
-            "WHERE m.tenant = ? AND m.expires_at > ? GROUP BY m.key",
-            (*[x for w in words for x in (w, weights[w])], tenant, tenant, now))
-        scored = ((score(matched / total, recency(now - updated, half_life_days), importance), updated, id, key,
-                   matched / total) for matched, updated, importance, id, key in rows)
+            "SELECT json_group_array(q.value), m.updated_at, m.importance, m.id, m.key "
+            "FROM json_each(?) q CROSS JOIN terms t ON t.tenant = ? AND t.term = q.value "
+            "CROSS JOIN memories m ON m.key = t.key WHERE m.tenant = ? AND m.expires_at > ? "
+            "GROUP BY m.key", (listed, tenant, tenant, now))
+        matched = ((sum(weights[w] for w in sorted(json.loads(terms))) / total, *rest)
+                   for terms, *rest in rows)
+        scored = ((score(relevance, recency(now - updated, half_life_days), importance), updated,
+                   id, key, relevance) for relevance, updated, importance, id, key in matched)
         hits = []
         for value, _, _, key, relevance in heapq.nlargest(limit, scored):   # only the best become Memory objects
             memory = self._row(self.db, "key = ?", (key,))[1]
@@ -621,12 +666,19 @@ def memory_tools(store, tenant, confirm=None, limit=5):
 
 # ---------------------------------------------------------------- command line
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage mistake reported in one line too (what is wrong — where help is)."""
+
+    def error(self, message):
+        self.exit(2, f"error: {message} — see {self.prog} --help\n")
+
+
 def _cli_parser():
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument("--db", default=str(CLI_PATH), help="the SQLite file (default: .runtime/memory.sqlite3 "
                         "in the repository root, whatever folder you run from: %(default)s)")
     common.add_argument("--tenant", default="me", help="whose memories (default: %(default)s)")
-    parser = argparse.ArgumentParser(prog="python -m labkit.memory",
+    parser = _Parser(prog="python -m labkit.memory",
                                      description="See, change, delete and export what the agent remembers. The "
                                      "store is .runtime/memory.sqlite3 in the repository root, whatever folder you "
                                      "run from; --db picks another file.")
@@ -644,14 +696,29 @@ def _cli_parser():
     return parser
 
 
+def _default_folder():
+    """Create .runtime/ for the default store (only the default: a --db folder must exist)."""
+    try:
+        CLI_PATH.parent.mkdir(exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot create the folder {str(CLI_PATH.parent)!r} for the default store "
+                        f"({exc.strerror}) — pass --db with a file in a folder you can write"
+                        ) from None
+
+
 def main(argv=None, clock=time.time):
-    """The command line. Example: python -m labkit.memory set "Prefers metric units" --id units"""
+    """The command line: one line on stderr and exit code 2 for any problem, never a traceback.
+
+    Example: python -m labkit.memory set "Prefers metric units" --id units
+    """
     args = _cli_parser().parse_args(argv)
     try:
         # bad bytes arrive as lone surrogates: refused first (a --db path may hold any bytes)
         for name, value in vars(args).items():
             if name != "db" and isinstance(value, str):
                 check_text(value, name, UserError)
+        if args.db == str(CLI_PATH):
+            _default_folder()
         with MemoryStore(args.db, clock=clock) as store:
             if args.command == "set":
                 ttl = int(args.ttl_days) if float(args.ttl_days).is_integer() else args.ttl_days
@@ -670,6 +737,10 @@ def main(argv=None, clock=time.time):
                 print(json.dumps(store.export(args.tenant), indent=2, ensure_ascii=False))
     except LabkitError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except (sqlite3.Error, OSError) as exc:     # e.g. a file another program broke while we read it
+        print(f"error: the memory store {args.db!r} failed ({type(exc).__name__}: {exc}) — check "
+              "the file, or pass --db with a new file name", file=sys.stderr)
         return 2
     return 0
 

@@ -343,6 +343,18 @@ def test_each_factor_moves_the_ranking(store, clock):
     assert ranked[2].relevance == pytest.approx(1.0) and ranked[0].relevance < 0.5
 
 
+def test_recall_with_thousands_of_distinct_words_matches_the_brute_force_scan(store, clock):
+    rng = random.Random(5)
+    vocab = [f"w{i}" for i in range(40)]
+    everything = [remember(store, "ana", " ".join(rng.sample(vocab, 4)), id=f"k{i}",
+                           importance=rng.choice([0.0, 0.5, 1.0])).memory for i in range(60)]
+    query = " ".join(vocab[:5] + [f"unseen{i}" for i in range(5000)])   # SQLite: 500 UNION terms
+    expected = brute_force(everything, query, clock())[:10]
+    got = [(h.score, h.memory.id) for h in store.recall("ana", query, limit=10)]
+    assert [i for _, i in got] == [i for _, i in expected] and len(got) == 10
+    assert [s for s, _ in got] == pytest.approx([s for s, _ in expected])
+
+
 def test_a_query_without_keywords_is_a_clear_error(store):
     with pytest.raises(UserError, match="no keywords"):
         store.recall("ana", "what is the")
@@ -618,6 +630,76 @@ def test_the_command_line_default_is_in_the_repository_root_from_any_folder(tmp_
     assert main(["set", "Prefers tea", "--id", "drink"]) == 0
     assert (tmp_path / ".runtime" / "memory.sqlite3").is_file()
     assert "created drink" in capsys.readouterr().out
+
+
+def run_raw(*args):
+    """The command line with raw arguments (bytes too, as a shell passes them): code, out, err."""
+    done = subprocess.run([sys.executable, "-m", "labkit.memory", *args], capture_output=True,
+                          timeout=60, cwd=ROOT)
+    return done.returncode, done.stdout.decode(), done.stderr.decode()
+
+
+def another_programs_database(path):
+    sqlite3.connect(path).execute("CREATE TABLE operations (operation_id TEXT)").connection.commit()
+    return path
+
+
+CLI_PROBLEMS = {   # case: (arguments given tmp_path, what the one line must say)
+    "a file that is not a database": (lambda t: ["list", "--db", write(t / "notes.txt", "hello")],
+                                      "not a SQLite database"),
+    "a folder": (lambda t: ["list", "--db", t], "is a folder, not a file"),
+    "/dev/null": (lambda t: ["list", "--db", "/dev/null"], "not a regular file"),
+    "a folder that does not exist": (lambda t: ["list", "--db", t / "typo" / "memory.sqlite3"],
+                                     "does not exist"),
+    "a file where the folder should be": (lambda t: ["list", "--db", write(t / "f", "x") / "m.db"],
+                                          "is not a folder"),
+    "another program's database": (lambda t: ["list", "--db", another_programs_database(t / "r")],
+                                   "SQLite database of something else"),
+    "a name too long": (lambda t: ["list", "--db", t / ("x" * 5000)], "cannot be used"),
+    "bad bytes in the content": (lambda t: [b"set", b"caf\xe9", b"--db", t / "m.sqlite3"],
+                                 "UTF-8 cannot encode"),
+    "bad bytes in the tenant": (lambda t: [b"list", b"--tenant", b"\xff", b"--db", t / "m.sqlite3"],
+                                "tenant holds"),
+    "bad bytes in an id": (lambda t: [b"delete", b"\xff", b"--db", t / "m.sqlite3"], "id holds"),
+    "bad bytes as the command": (lambda t: [b"\xff"], "invalid choice"),
+    "a missing argument": (lambda t: ["set", "--db", t / "m.sqlite3"], "required: content"),
+}
+
+
+def write(path, text):
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("case", CLI_PROBLEMS)
+def test_the_command_line_explains_every_problem_in_one_line_never_a_traceback(tmp_path, case):
+    arguments, says = CLI_PROBLEMS[case]
+    arguments = arguments(tmp_path)
+    before = sorted(tmp_path.rglob("*"))
+    code, out, err = run_raw(*arguments)
+    assert "Traceback" not in err
+    assert (code, out) == (2, "")
+    assert err.startswith("error: ") and err.endswith("\n") and err.count("\n") == 1, err
+    assert " — " in err and says in err                     # what is wrong — what to do
+    assert sorted(tmp_path.rglob("*")) == before             # no folder, no store made on the way
+
+
+def test_a_refused_database_of_another_program_is_left_unchanged(tmp_path):
+    path = another_programs_database(tmp_path / "runtime.db")
+    run_raw("set", "Prefers tea", "--db", path)
+    tables = sqlite3.connect(path).execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+    assert tables.fetchall() == [("operations",)]
+
+
+def test_the_command_line_says_when_it_cannot_create_the_default_folder(tmp_path):
+    default = write(tmp_path / "file", "x") / ".runtime" / "memory.sqlite3"   # under a file
+    script = ("import sys; from pathlib import Path; from labkit import memory; "
+              f"memory.CLI_PATH = Path({str(default)!r}); sys.exit(memory.main(['list']))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60, cwd=ROOT)
+    assert (done.returncode, done.stdout) == (2, "") and "Traceback" not in done.stderr
+    assert done.stderr.count("\n") == 1 and "cannot create the folder" in done.stderr
+    assert "pass --db" in done.stderr
 
 
 # ---------------------------------------------------------------- processes sharing one file
