@@ -144,8 +144,8 @@ def record_problems(record):
         problems["content"] = "content is empty — say what to remember in a sentence"
     elif len(content) > MAX_CHARS:
         problems["content"] = f"content has {len(content)} characters — at most {MAX_CHARS} characters; summarise"
-    elif unencodable(content, "content"):
-        problems["content"] = f"{unencodable(content, 'content')} — {WHOLE_CHARACTERS}"
+    elif bad_text := unencodable(content, "content"):
+        problems["content"] = f"{bad_text} — {WHOLE_CHARACTERS}"
     elif redact(content) != content:
         problems["content"] = "content looks like it holds a key (sk-...) — never store secrets in memory"
     if r.get("source") not in SOURCES:
