@@ -25,8 +25,8 @@ from .errors import LabkitError, ServiceError, UserError
 from .loop import DEFAULT_SYSTEM, Decision, Guard, run
 from .models import ScriptedModel, Step, ToolCall, Usage, as_tool_spec, call, estimate_tokens, say
 from .models import estimate_messages as estimate_input   # subtle: the scripted model's own estimate
-from .tools import (RISKS, ArgumentError, ToolError, ToolRegistry, canonical, parse_arguments, tool,
-                    validate_arguments)
+from .tools import (RISKS, ArgumentError, ToolError, ToolRegistry, approved, canonical,
+                    parse_arguments, tool, validate_arguments)
 from .trace import describe_call
 
 GUARDED_SYSTEM = DEFAULT_SYSTEM + (
@@ -300,11 +300,6 @@ class Repeats(Guard):
 
 
 # ---------------------------------------------------------------- permissions
-
-def approved(answer):
-    """Only True or a plain "y"/"yes" approves; anything else — "no", "sure?", None, an error — does not."""
-    return answer is True or (isinstance(answer, str) and answer.strip().lower() in ("y", "yes"))
-
 
 def _shown_value(value, width):
     """One argument value as JSON on one line, clipped on its own and marked when clipped."""

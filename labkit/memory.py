@@ -15,6 +15,7 @@ import json
 import math
 import re
 import sqlite3
+import stat
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -24,7 +25,7 @@ from pathlib import Path
 
 from .config import REPO_ROOT, redact
 from .errors import LabkitError, ServiceError, ToolError, UserError
-from .tools import Tool
+from .tools import WHOLE_CHARACTERS, Tool, approved, check_text, required_id, unencodable
 
 KINDS = ("preference", "fact", "episode", "note")
 SOURCES = ("user", "assistant", "tool")   # who said it; only "user" is explicit
@@ -38,6 +39,7 @@ STOPWORDS = frozenset("a about an and are as at be by can could did do does for 
                       "in is it its me my of on or she should that the their them they this to was we were what "
                       "when where which who why will with would you your user users".split())
 _ID = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+MAX_TENANT = 100
 
 
 class Refused(UserError):
@@ -106,14 +108,33 @@ def _unit(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1
 
 
+def _tenant(tenant):
+    """The tenant, checked: whose memory it is, 1-100 characters (UserError otherwise)."""
+    how = f"name whose memory this is in 1-{MAX_TENANT} characters, e.g. tenant='ana'"
+    if len(required_id(tenant, "tenant", how)) > MAX_TENANT:
+        raise UserError(f"tenant has {len(tenant)} characters — {how}")
+    return tenant
+
+
+def _memory_id(id):
+    """A memory id to look up, checked: a missing, blank or malformed one can never be stored."""
+    how = "pass the id a write returned, e.g. 'units' (store.list(tenant) shows them)"
+    if not _ID.fullmatch(required_id(id, "id", how)):
+        raise UserError(f"id {id!r} is not a memory id (1-64 letters, digits or _.:-) — {how}")
+    return id
+
+
 def record_problems(record):
     """What is wrong with a memory record, as {field: "what — fix"}; empty when it may be stored.
 
     Example: record_problems({..., "confirmed": False})  ->  {"confirmed": "the user has not ..."}
     """
     r, problems = record, {}
-    if not isinstance(r.get("tenant"), str) or not r["tenant"].strip() or len(r["tenant"]) > 100:
-        problems["tenant"] = "tenant must name whose memory this is (1-100 characters) — pass tenant='alice'"
+    try:
+        _tenant(r.get("tenant"))
+    except UserError as exc:
+        problems["tenant"] = str(exc)
+    # id None is the documented way to let the store assign one ("m1"); "" or "  " is refused
     if r.get("id") is not None and not (isinstance(r["id"], str) and _ID.fullmatch(r["id"])):
         problems["id"] = "id must be 1-64 letters, digits or _.:- — name the slot, e.g. 'units'"
     if r.get("kind") not in KINDS:
@@ -123,6 +144,8 @@ def record_problems(record):
         problems["content"] = "content is empty — say what to remember in a sentence"
     elif len(content) > MAX_CHARS:
         problems["content"] = f"content has {len(content)} characters — at most {MAX_CHARS} characters; summarise"
+    elif bad_text := unencodable(content, "content"):
+        problems["content"] = f"{bad_text} — {WHOLE_CHARACTERS}"
     elif redact(content) != content:
         problems["content"] = "content looks like it holds a key (sk-...) — never store secrets in memory"
     if r.get("source") not in SOURCES:
@@ -199,24 +222,64 @@ def _busy(exc):
     return isinstance(exc, sqlite3.OperationalError) and ("locked" in str(exc) or "busy" in str(exc))
 
 
+def _location_problem(path):
+    """Why `path` cannot hold a memory store, as "what — fix"; None when SQLite may open it.
+
+    A missing folder is refused, not created: a typo must not start an empty store.
+    """
+    try:
+        if path.is_dir():
+            return f"it is a folder, not a file — pass a file in it, e.g. {str(path / 'm.db')!r}"
+        if path.exists() and not stat.S_ISREG(path.stat().st_mode):
+            return "it is not a regular file (a device, pipe or socket) — pass a .sqlite3 file"
+        if not path.parent.is_dir():
+            where = "is not a folder" if path.parent.exists() else "does not exist"
+            return f"the folder {str(path.parent)!r} {where} — create it first, or fix a typo"
+    except (OSError, ValueError) as exc:    # e.g. a name too long, a NUL byte
+        return f"the path cannot be used ({getattr(exc, 'strerror', None) or exc}) — pass another"
+    return None
+
+
 class MemoryStore:
     """Long-term memory in one SQLite file (or ":memory:"), safe to share between processes.
 
     Writes run in BEGIN IMMEDIATE with a busy timeout and a bounded retry; WAL lets readers go on.
+    The file's folder must exist: it is never created, so a typo cannot start an empty store.
     Example: store = MemoryStore(":memory:"); store.write("ana", "Prefers metric units", id="units", confirmed=True)
     """
 
     def __init__(self, path=":memory:", *, clock=time.time, busy_timeout=5.0, retries=5, backoff=0.05):
         self.path, self.clock, self.retries, self.backoff = str(path), clock, retries, backoff
         self.busy_timeout = busy_timeout
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        problem = None if self.path == ":memory:" else _location_problem(Path(self.path))
+        if problem:
+            raise UserError(f"cannot open the memory store {self.path!r}: {problem}")
         self.db = sqlite3.connect(self.path, timeout=busy_timeout, isolation_level=None)
-        self.db.execute("PRAGMA foreign_keys = ON")
-        self._retrying(lambda: self.db.execute("PRAGMA journal_mode = WAL"))
-        # subtle: NORMAL in WAL survives a killed process; only power loss can undo the last commits
-        self.db.execute("PRAGMA synchronous = NORMAL")
-        self._write(lambda db: [db.execute(s) for s in SCHEMA.split(";")])
+        try:
+            self._open()
+        except BaseException:
+            self.db.close()
+            raise
+
+    def _open(self):
+        """Check the file is a memory store (or new), then set it up; a failure is one UserError."""
+        cannot = f"cannot open the memory store {self.path!r}:"
+        try:
+            listed = "SELECT name FROM sqlite_master WHERE type = 'table'"
+            tables = sorted(t for (t,) in self.db.execute(listed))
+            if tables and "memories" not in tables:       # e.g. --db runtime.db: never add to it
+                raise UserError(f"{cannot} it is a SQLite database of something else (tables: "
+                                f"{', '.join(tables)[:60]}) — pass a memory store or a new file")
+            self.db.execute("PRAGMA foreign_keys = ON")
+            self._retrying(lambda: self.db.execute("PRAGMA journal_mode = WAL"))
+            # subtle: NORMAL in WAL survives a killed process; power loss may undo the last commits
+            self.db.execute("PRAGMA synchronous = NORMAL")
+            self._write(lambda db: [db.execute(s) for s in SCHEMA.split(";")])
+        except sqlite3.DatabaseError as exc:    # "file is not a database", "disk I/O error", ...
+            fix = ("it is not a SQLite database — pass a memory store or a new file"
+                   if "not a database" in str(exc) else
+                   f"SQLite says {exc} — check that the file and its folder are writable")
+            raise UserError(f"{cannot} {fix}") from None
 
     def close(self):
         self.db.close()
@@ -263,6 +326,8 @@ class MemoryStore:
     def write(self, tenant, content, *, id=None, kind="preference", confirmed=False, source="user",
               confidence=1.0, importance=0.5, ttl_days=90):
         """Store one memory the user confirmed; the same id replaces the old value (kept in history).
+
+        id=None (the default) lets the store name the slot ("m1", "m2", ...); a blank id is refused.
 
         Example: store.write("ana", "Prefers metric units", id="units", confirmed=True).status  ->  "created"
         """
@@ -334,11 +399,13 @@ class MemoryStore:
 
     def get(self, tenant, id):
         """The live memory with this id, or None. Example: store.get("ana", "units").content"""
+        tenant, id = _tenant(tenant), _memory_id(id)
         found = self._row(self.db, "tenant = ? AND id = ? AND expires_at > ?", (tenant, id, self.clock()))
         return found and found[1]
 
     def list(self, tenant, kind=None):
         """Every live memory of a tenant, oldest first. Example: [m.id for m in store.list("ana")]"""
+        tenant = _tenant(tenant)
         rows = self.db.execute(f"SELECT {_COLUMNS} FROM memories WHERE tenant = ? AND expires_at > ? "
                                "AND (? IS NULL OR kind = ?) ORDER BY created_at, key",
                                (tenant, self.clock(), kind, kind))
@@ -346,11 +413,13 @@ class MemoryStore:
 
     def count(self, tenant):
         """How many live memories a tenant has. Example: store.count("ana")  ->  3"""
+        tenant = _tenant(tenant)
         return self.db.execute("SELECT COUNT(*) FROM memories WHERE tenant = ? AND expires_at > ?",
                                (tenant, self.clock())).fetchone()[0]
 
     def history(self, tenant, id):
         """The values this memory had before, oldest first. Example: store.history("ana", "units")"""
+        tenant, id = _tenant(tenant), _memory_id(id)
         rows = self.db.execute("SELECT h.kind, h.content, h.source, h.confidence, h.importance, h.updated_at, "
                                "h.replaced_at FROM history h JOIN memories m ON m.key = h.key WHERE m.tenant = ? "
                                "AND m.id = ? ORDER BY h.seq", (tenant, id))
@@ -362,27 +431,36 @@ class MemoryStore:
 
         Example: [h.memory.content for h in store.recall("ana", "which units?")]  ->  ["Prefers metric units"]
         """
+        tenant = _tenant(tenant)
+        if not isinstance(query, str):
+            raise UserError(f"the query must be text, got {type(query).__name__} — ask with words, "
+                            "e.g. 'units'")
+        check_text(query, "the query", UserError)
         words = sorted(set(tokens(query)))
         if not words:
             raise UserError(f"the query {query!r} has no keywords — ask with words, e.g. 'units'")
-        now, marks = self.clock(), ", ".join("?" * len(words))
+        now, listed = self.clock(), json.dumps(words)
+        # the query words travel as one JSON array (json_each), so any number of words is one
+        # parameter: one ? per word would stop at SQLite's limits on variables and UNION terms
         # subtle: n and df count live memories only, so an expired memory cannot sway the weights
         n = self.count(tenant)
-        df = dict(self.db.execute(f"SELECT t.term, COUNT(*) FROM terms t JOIN memories m ON m.key = t.key "
-                                  f"WHERE t.tenant = ? AND t.term IN ({marks}) AND m.expires_at > ? GROUP BY t.term",
-                                  (tenant, *words, now)))
+        df = dict(self.db.execute(
+            "SELECT t.term, COUNT(*) FROM json_each(?) q CROSS JOIN terms t ON t.tenant = ? "
+            "AND t.term = q.value JOIN memories m ON m.key = t.key WHERE m.expires_at > ? "
+            "GROUP BY t.term", (listed, tenant, now)))
         weights = {w: idf(df.get(w, 0), n) for w in words}
         total = sum(weights.values())
-        query_table = " UNION ALL ".join(["SELECT ? AS term, ? AS w"] * len(words))
         # subtle: CROSS JOIN fixes the order (query words -> their terms -> those memories); left to
         # itself SQLite may walk every memory of the tenant instead
         rows = self.db.execute(
-            f"WITH q AS ({query_table}) SELECT SUM(q.w), m.updated_at, m.importance, m.id, m.key FROM q "
-            "CROSS JOIN terms t ON t.tenant = ? AND t.term = q.term CROSS JOIN memories m ON m.key = t.key "
-            "WHERE m.tenant = ? AND m.expires_at > ? GROUP BY m.key",
-            (*[x for w in words for x in (w, weights[w])], tenant, tenant, now))
-        scored = ((score(matched / total, recency(now - updated, half_life_days), importance), updated, id, key,
-                   matched / total) for matched, updated, importance, id, key in rows)
+            "SELECT json_group_array(q.value), m.updated_at, m.importance, m.id, m.key "
+            "FROM json_each(?) q CROSS JOIN terms t ON t.tenant = ? AND t.term = q.value "
+            "CROSS JOIN memories m ON m.key = t.key WHERE m.tenant = ? AND m.expires_at > ? "
+            "GROUP BY m.key", (listed, tenant, tenant, now))
+        matched = ((sum(weights[w] for w in sorted(json.loads(terms))) / total, *rest)
+                   for terms, *rest in rows)
+        scored = ((score(relevance, recency(now - updated, half_life_days), importance), updated,
+                   id, key, relevance) for relevance, updated, importance, id, key in matched)
         hits = []
         for value, _, _, key, relevance in heapq.nlargest(limit, scored):   # only the best become Memory objects
             memory = self._row(self.db, "key = ?", (key,))[1]
@@ -394,6 +472,8 @@ class MemoryStore:
 
     def delete(self, tenant, id):
         """Delete one memory with its history. Example: store.delete("ana", "units")"""
+        tenant, id = _tenant(tenant), _memory_id(id)
+
         def work(db):
             found = self._row(db, "tenant = ? AND id = ?", (tenant, id))
             if not found:
@@ -408,6 +488,7 @@ class MemoryStore:
 
         Example: store.forget("ana", keep=100)   # priority = recency x (0.8 + 0.4 x importance)
         """
+        tenant = _tenant(tenant)
         if below_importance is None and older_than_days is None and keep is None:
             raise UserError("forget() needs below_importance=, older_than_days= or keep= — say what to forget")
         now = self.clock()
@@ -426,6 +507,7 @@ class MemoryStore:
 
     def export(self, tenant):
         """Everything stored about a tenant, with history, as JSON-able data. Example: store.export("ana")"""
+        tenant = _tenant(tenant)
         self._write(lambda db: self._purge(db, self.clock()))
         memories = []
         for m in self.list(tenant):
@@ -437,11 +519,6 @@ class MemoryStore:
 
 
 # ---------------------------------------------------------------- working memory
-
-def said_yes(answer):
-    """Whether a person's answer means yes. Example: said_yes("Yes please")  ->  True"""
-    return answer is True or (isinstance(answer, str) and answer.strip().lower().startswith("y"))
-
 
 @dataclass
 class Item:
@@ -474,6 +551,7 @@ class WorkingMemory:
         if not isinstance(content, str) or not content.strip() or kind not in KINDS or not _unit(importance):
             raise UserError("a working-memory item needs non-empty content, a kind from "
                             f"{', '.join(KINDS)} and importance from 0 to 1")
+        check_text(content, "content", UserError)
         now = self.clock()
         item = Item(f"w{next(self._ids)}", content.strip(), kind, importance, confirmed, now, now + self.ttl_seconds)
         self._items[item.id] = item
@@ -494,11 +572,13 @@ class WorkingMemory:
     def consolidate(self, store, tenant, *, threshold=PROMOTE_AT, confirm=None, ttl_days=90):
         """Promote items with importance >= threshold to long-term memory, under the same policy.
 
-        An item goes only if it was confirmed when added or `confirm(question)` answers yes now. It is
-        stored with source "assistant": the agent phrased it and the person only agreed to keep it (the
-        rule of the `remember` tool), so it never passes for the person's own words.
+        An item goes only if it was confirmed when added or `confirm(question)` answers an explicit
+        yes now (`approved`, the one consent rule). It is stored with source "assistant": the agent
+        phrased it and the person only agreed to keep it (the rule of the `remember` tool), so it
+        never passes for the person's own words.
         Example: wm.consolidate(store, "ana", confirm=lambda question: "yes")
         """
+        tenant = _tenant(tenant)                  # before anyone is asked anything
         report = {"promoted": {}, "needs_confirmation": [], "not_important": []}
         for item in self.items():
             if item.promoted_to:
@@ -506,7 +586,8 @@ class WorkingMemory:
             if item.importance < threshold:
                 report["not_important"].append(item.id)
                 continue
-            if not item.confirmed and not (confirm and said_yes(confirm(f"May I remember: {item.content!r}?"))):
+            question = f"May I remember: {item.content!r}?"
+            if not item.confirmed and not (confirm and approved(confirm(question))):
                 report["needs_confirmation"].append(item.id)
                 continue
             result = store.write(tenant, item.content, kind=item.kind, importance=item.importance,
@@ -529,6 +610,8 @@ def memory_tools(store, tenant, confirm=None, limit=5):
     result saying "remember that ...") can confirm.
     Example: remember, recall = memory_tools(store, "ana", confirm=input)
     """
+    tenant = _tenant(tenant)
+
     def remember(id, content, kind, importance):
         record = dict(tenant=tenant, id=id, content=content, kind=kind, importance=importance, source="assistant",
                       confidence=1.0, ttl_days=90, confirmed=True)
@@ -538,7 +621,7 @@ def memory_tools(store, tenant, confirm=None, limit=5):
         replacing = old is not None and old.content != new
         question = (f"Replace {old.content!r} with {new!r}? (yes/no)" if replacing   # a yes is never blind
                     else f"May I remember this about you: {new!r}? (yes/no)")
-        if not said_yes(confirm(question) if confirm else None):
+        if not approved(confirm(question) if confirm else None):
             if replacing and confirm:
                 raise ToolError(f"not replaced: the user kept {old.content!r} — go on with that value and do not "
                                 "ask again unless the user brings it up", "kept")
@@ -583,12 +666,19 @@ def memory_tools(store, tenant, confirm=None, limit=5):
 
 # ---------------------------------------------------------------- command line
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage mistake reported in one line too (what is wrong — where help is)."""
+
+    def error(self, message):
+        self.exit(2, f"error: {message} — see {self.prog} --help\n")
+
+
 def _cli_parser():
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument("--db", default=str(CLI_PATH), help="the SQLite file (default: .runtime/memory.sqlite3 "
                         "in the repository root, whatever folder you run from: %(default)s)")
     common.add_argument("--tenant", default="me", help="whose memories (default: %(default)s)")
-    parser = argparse.ArgumentParser(prog="python -m labkit.memory",
+    parser = _Parser(prog="python -m labkit.memory",
                                      description="See, change, delete and export what the agent remembers. The "
                                      "store is .runtime/memory.sqlite3 in the repository root, whatever folder you "
                                      "run from; --db picks another file.")
@@ -606,10 +696,29 @@ def _cli_parser():
     return parser
 
 
+def _default_folder():
+    """Create .runtime/ for the default store (only the default: a --db folder must exist)."""
+    try:
+        CLI_PATH.parent.mkdir(exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot create the folder {str(CLI_PATH.parent)!r} for the default store "
+                        f"({exc.strerror}) — pass --db with a file in a folder you can write"
+                        ) from None
+
+
 def main(argv=None, clock=time.time):
-    """The command line. Example: python -m labkit.memory set "Prefers metric units" --id units"""
+    """The command line: one line on stderr and exit code 2 for any problem, never a traceback.
+
+    Example: python -m labkit.memory set "Prefers metric units" --id units
+    """
     args = _cli_parser().parse_args(argv)
     try:
+        # bad bytes arrive as lone surrogates: refused first (a --db path may hold any bytes)
+        for name, value in vars(args).items():
+            if name != "db" and isinstance(value, str):
+                check_text(value, name, UserError)
+        if args.db == str(CLI_PATH):
+            _default_folder()
         with MemoryStore(args.db, clock=clock) as store:
             if args.command == "set":
                 ttl = int(args.ttl_days) if float(args.ttl_days).is_integer() else args.ttl_days
@@ -628,6 +737,10 @@ def main(argv=None, clock=time.time):
                 print(json.dumps(store.export(args.tenant), indent=2, ensure_ascii=False))
     except LabkitError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except (sqlite3.Error, OSError) as exc:     # e.g. a file another program broke while we read it
+        print(f"error: the memory store {args.db!r} failed ({type(exc).__name__}: {exc}) — check "
+              "the file, or pass --db with a new file name", file=sys.stderr)
         return 2
     return 0
 

@@ -20,6 +20,7 @@ import yaml
 
 from .errors import UserError
 from .memory import idf, iso, tokens
+from .tools import check_text, required_id
 from .trace import clip
 
 TYPES = ("task_state", "conclusion", "blocker", "action", "reference")
@@ -48,14 +49,20 @@ def slug(title, limit=60):
 
 
 def _clean(title, type, tags):
-    title = " ".join(str(title).split())      # subtle: no newline can reach the front matter or the index
+    # subtle: split/join, so no newline can reach the front matter or the index
+    title = " ".join(check_text(str(title), "title", UserError).split())
     if not title or len(title) > MAX_TITLE:
         raise UserError(f"a note needs a title of 1-{MAX_TITLE} characters — say what the note is about")
     if type not in TYPES:
         raise UserError(f"note type {type!r} is unknown — use one of {', '.join(TYPES)}")
     if isinstance(tags, str) or not all(isinstance(t, str) for t in tags):
         raise UserError("tags must be a list of words, e.g. ['billing', 'db']")
+    check_text(list(tags), "tags", UserError)
     return title, sorted({" ".join(t.split()).lower() for t in tags if t.strip()})
+
+
+def _body(body):
+    return check_text(str(body), "body", UserError)
 
 
 class NoteBook:
@@ -73,7 +80,8 @@ class NoteBook:
                       key=lambda p: int(_NAME.fullmatch(p.name).group(1)[1:]))
 
     def _path(self, id):
-        if not isinstance(id, str) or not re.fullmatch(r"n\d+", id):
+        required_id(id, "id", "pass a note id such as 'n1'; book.list() shows them")
+        if not re.fullmatch(r"n\d+", id):
             raise UserError(f"{id!r} is not a note id — ids look like 'n1'; see book.list()")
         found = [p for p in self._files() if p.name.startswith(id + "-")]
         if not found:
@@ -96,7 +104,11 @@ class NoteBook:
         return note
 
     def _load(self, path):
-        text = path.read_text(encoding="utf-8")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise UserError(f"note file {path.name} is not UTF-8 text — save it as UTF-8, or "
+                            "delete it") from None
         head, sep, body = text[4:].partition("\n---\n")
         try:
             meta = yaml.safe_load(head) if text.startswith("---\n") and sep else None
@@ -127,14 +139,14 @@ class NoteBook:
 
     def create(self, title, body="", type="task_state", tags=()):
         """Write a new note; its id was never used before. Example: book.create("Migrate billing DB", tags=["db"])"""
-        title, tags = _clean(title, type, tags)
+        title, tags, body = *_clean(title, type, tags), _body(body)   # before the counter moves
         number = self._next_number()
         # subtle: count on before the note is written; a crash in between skips an id, never reuses one
         temporary = self.folder / (COUNTER + ".tmp")
         temporary.write_text(f"n{number + 1}\n", encoding="utf-8")
         os.replace(temporary, self.folder / COUNTER)
         now = iso(self.clock())
-        return self._save(Note(f"n{number}", title, type, tags, now, now, str(body)))
+        return self._save(Note(f"n{number}", title, type, tags, now, now, body))
 
     def read(self, id):
         """One note by id. Example: book.read("n1").body"""
@@ -147,7 +159,7 @@ class NoteBook:
         note.title, note.tags = _clean(note.title if title is None else title,
                                        note.type if type is None else type, note.tags if tags is None else tags)
         note.type = note.type if type is None else type
-        note.body = note.body if body is None else str(body)
+        note.body = note.body if body is None else _body(body)
         note.updated_at = iso(self.clock())
         return self._save(note, old_path=path)
 
@@ -163,6 +175,9 @@ class NoteBook:
 
     def search(self, query, limit=5):
         """Notes sharing keywords with the query, best first, as (relevance, note). Example: book.search("billing")"""
+        if not isinstance(query, str):
+            raise UserError(f"the query must be text, got {type(query).__name__} — search with "
+                            "words, e.g. 'billing'")
         words = set(tokens(query))
         if not words:
             raise UserError(f"the query {query!r} has no keywords — search with words, e.g. 'billing'")

@@ -19,23 +19,44 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from .errors import GuardrailTripped, ToolError, UserError
-from .tools import (RISKS, ArgumentError, ToolRegistry, canonical, normalize_arguments, parse_arguments,
-                    validate_arguments)
+from .tools import (RISKS, ArgumentError, ToolRegistry, canonical, check_text, normalize_arguments,
+                    parse_arguments, printable, required_id, validate_arguments)
 from .trace import Trace
 
 STATUSES = ("in_flight", "succeeded", "failed", "needs_reconcile")
 CRASH_POINTS = ("before_persist", "after_persist", "during_execute", "after_execute")
 
 
-def operation_id(principal, tool, arguments, scope=""):
+MAKE_ID = "derive it with operation_id(principal, tool, arguments, scope)"
+
+
+def operation_id(principal, tool, arguments, scope=None):
     """A stable id for one intended side effect: the same intent always derives the same id.
 
     principal: who acts (two users refunding one order are two operations); tool + canonical
-    arguments: what is done; scope: the business occasion that makes a repeat legitimate.
+    arguments: what is done; scope: the business occasion that makes a repeat legitimate, or None
+    (the default) when there is none, so every repeat is the same operation. A missing or blank
+    principal, tool or scope, or text UTF-8 cannot encode, is a UserError: never a silent id.
     Example: operation_id("alice", "refund", {"order_id": "A-17", "amount": 30}, "ticket-9")
     """
-    key = canonical([principal, tool, arguments, scope])
+    required_id(principal, "principal", "say who acts, e.g. operation_id('alice', 'refund', ...)")
+    required_id(tool, "tool", "name the tool that acts, e.g. operation_id('alice', 'refund', ...)")
+    _scope(scope)
+    check_text(arguments, "arguments", UserError)
+    try:
+        key = canonical([principal, tool, arguments, scope])
+    except (TypeError, ValueError):     # e.g. a set or an object: JSON has no text for it
+        raise UserError("arguments must be JSON values (dict, list, str, number, bool, None) — "
+                        "pass them as the tool receives them") from None
     return "op_" + hashlib.sha256(key.encode()).hexdigest()[:16]    # 64 bits: readable, and plenty here
+
+
+def _scope(scope):
+    """None (no business occasion), or a proper id: a blank scope is a mistake, never a default."""
+    if scope is not None:
+        required_id(scope, "scope", "name the business occasion, e.g. scope='ticket-9', or pass "
+                                    "None when there is none")
+    return scope
 
 
 # ---------------------------------------------------------------- the operation store
@@ -149,7 +170,7 @@ class ToolRuntime:
 
     def risk(self, name):
         """The risk of a tool, or None when there is no such tool. Example: runtime.risk("refund")"""
-        return self.tools.get(name).risk if name in self.tools else None
+        return self.tools.get(name).risk if isinstance(name, str) and name in self.tools else None
 
     def arguments_for(self, name, arguments):
         """The arguments as the tool will receive them: parsed, validated, 30.0 -> 30 where the schema says integer.
@@ -160,15 +181,17 @@ class ToolRuntime:
         parameters = self.tools.get(name).parameters
         arguments = parse_arguments(arguments) if isinstance(arguments, str) else arguments
         validate_arguments(arguments, parameters)
-        return normalize_arguments(arguments, parameters)
+        return check_text(normalize_arguments(arguments, parameters))   # a dict may hold "\\ud83d"
 
     def dispatch(self, name, arguments, operation_id):
         """Run a tool at most once per operation_id and return its result, stored or fresh.
 
+        A missing or blank operation_id is a UserError (derive one with operation_id(...)).
         Example: runtime.dispatch("refund", {"order_id": "A-17", "amount": 30}, op)["status"]
                  ->  "succeeded" (run now) or the stored status (replayed=True)
         """
-        if name not in self.tools:
+        required_id(operation_id, "operation_id", MAKE_ID)     # before anything can run
+        if self.risk(name) is None:
             return _refused(operation_id, "unknown_tool", f"there is no tool {name!r} — use one of "
                             f"{', '.join(self.tools.names())}", "rejected")
         tool = self.tools.get(name)
@@ -252,6 +275,8 @@ class ToolRuntime:
 
         Example: runtime.reconcile(op, "succeeded", {"refund_id": "R-1"})
         """
+        required_id(operation_id, "operation_id",
+                    "pass the id dispatch returned (store.operations() lists them)")
         if outcome not in ("succeeded", "failed"):
             raise UserError(f"outcome={outcome!r} — use 'succeeded' (it happened) or 'failed' (it did not)")
         stored = self.store.get(operation_id)
@@ -399,8 +424,11 @@ def event_for(result):
 @dataclass(frozen=True)
 class Action:
     tool: str
-    arguments: dict
-    scope: str = ""           # the business occasion; part of the operation_id
+    arguments: dict           # or the model's JSON text: dispatch parses and validates it
+    scope: str | None = None  # the business occasion, part of the operation_id; None: there is none
+
+    def __post_init__(self):
+        _scope(self.scope)
 
 
 @dataclass
@@ -420,9 +448,13 @@ def run_agent(policy, runtime, initial_state=None, verify=None, max_steps=6, *, 
     Each step: 1. verified -> completed; 2. cancel() -> cancelled; 3. steps, time and writes are
     budgets; 4. the policy picks an Action (None: unverified); 5. its operation_id is derived from the
     normalized arguments, the tool dispatched, the result reduced; 6. an unknown outcome stops the run.
+    An action dispatch rejects (no such tool, arguments it refuses) is stored nowhere, so it gets no
+    id derived from what may not even be text: it is labelled rejected_<step>, and the rejection
+    lands in state.results for the policy (a model) to act on.
     A step is one policy decision, not a model turn, hence step_limit (loop.run's turn_limit counts turns).
     Example: run_agent(policy, runtime, State(), verify=lambda s: bool(s.results)).status
     """
+    required_id(principal, "principal", "say who acts, e.g. run_agent(..., principal='alice')")
     state, trace, started, steps, writes = initial_state or State(), Trace(clock), clock(), 0, 0
 
     def stop(status, message=""):
@@ -445,11 +477,16 @@ def run_agent(policy, runtime, initial_state=None, verify=None, max_steps=6, *, 
         action = policy(state)
         if action is None:
             return stop("unverified", "the policy has no next action, but verify() is still false")
+        if not isinstance(action, Action):
+            raise UserError(f"the policy returned a {type(action).__name__} — return an "
+                            "Action(tool, arguments, scope) or None")
         write = runtime.risk(action.tool) not in (None, "low")
         if write and writes >= max_writes:
             return stop("budget_exhausted", f"writes: {writes} of {max_writes} used")
-        arguments = _normalized(runtime, action)
-        op = operation_id(principal, action.tool, arguments, action.scope)
+        normalized = _normalized(runtime, action)          # None: dispatch will reject the action
+        arguments = action.arguments if normalized is None else normalized
+        op = (f"rejected_{steps + 1}" if normalized is None else
+              operation_id(principal, action.tool, normalized, action.scope))
         state = reduce(state, ToolRequested(op, action.tool, arguments))
         steps += 1
         try:
@@ -459,19 +496,28 @@ def run_agent(policy, runtime, initial_state=None, verify=None, max_steps=6, *, 
             return stop("permission_denied", str(exc))
         writes += write and result["status"] != "rejected"       # a rejected call wrote nothing
         replayed = " (replayed)" if result.get("replayed") else ""
-        trace.add("tool", steps, f"{action.tool}({canonical(arguments)}) -> {result['status']}{replayed}",
-                  operation_id=op, result=result)
+        called = f"{printable(action.tool)}({_as_given(arguments)})"
+        trace.add("tool", steps, f"{called} -> {result['status']}{replayed}", operation_id=op,
+                  result=result)
         state = reduce(state, event_for(result))
 
 
 def _normalized(runtime, action):
-    """The action's arguments as the tool will see them; as given when dispatch will reject them anyway."""
-    if action.tool not in runtime.tools:
-        return action.arguments
+    """The action's arguments as the tool will see them; None when dispatch will reject them."""
+    if runtime.risk(action.tool) is None:
+        return None
     try:
         return runtime.arguments_for(action.tool, action.arguments)
     except ArgumentError:
-        return action.arguments
+        return None
+
+
+def _as_given(arguments):
+    """Arguments as one line for the trace: canonical JSON, or escaped text when they have none."""
+    try:
+        return canonical(arguments)
+    except (ArgumentError, TypeError, ValueError):
+        return printable(arguments)
 
 
 # ---------------------------------------------------------------- 07_runtime hands-on task

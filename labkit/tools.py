@@ -1,10 +1,10 @@
-"""Tools: strict schemas, argument parsing and validation, a registry, safe execution.
+"""Tools: strict schemas, argument parsing and validation, a registry, safe execution, consent.
 
 Built in 02_tools. A tool is a name, a description, a strict JSON schema, a function and a risk.
 `execute()` checks the run's whitelist, parses and validates the model's arguments, runs the
 function and always returns a result the model can read: {"ok": true, "data": ...} or
 {"ok": false, "error": kind, "message": how to fix}. Teaching tools: calculate, get_weather,
-list_docs, read_doc.
+list_docs, read_doc. `approved(answer)` is the one consent rule every later stage asks through.
 Deliberately left out: most of JSON Schema (validate_arguments checks a small stated subset and
 refuses the rest; production uses the jsonschema library), async tools, timeouts, sandboxing.
 """
@@ -87,7 +87,83 @@ def parse_arguments(text):
     if not isinstance(value, dict):
         raise ArgumentError(f"arguments must be a JSON object, got {json_type(value)} — wrap them: "
                             '{"name": value}', "invalid_json")
+    return check_text(value, "arguments")        # "\\ud83d" is valid JSON, yet it is not text
+
+
+# ---------------------------------------------------------------- text and ids anything can store
+
+def printable(value):
+    """Anything as text a message, trace or file can hold: repr for non-strings, bad text escaped.
+
+    Example: printable(["a"])  ->  "['a']";  a lone surrogate comes back as the 6 characters \\udcff
+    """
+    text = value if isinstance(value, str) else repr(value)
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+WHOLE_CHARACTERS = "use whole characters (an emoji as itself, or both its halves: \\ud83d\\ude00)"
+
+
+def unencodable(value, path="text"):
+    """Where `value` holds text UTF-8 cannot encode, in one line (what, not the fix); else None.
+
+    A lone surrogate ("\\ud83d", half of a UTF-16 pair; or a byte that was not UTF-8, as Python
+    decodes command-line arguments) is a valid Python string and valid JSON, but no UTF-8 file,
+    database or HTTP body can hold it. Strings and keys are checked at any depth.
+    Example: unencodable({"city": "\\ud83d"}, "arguments")  ->  "arguments.city holds '\\ud83d' ..."
+    """
+    stack = [(value, path)]
+    while stack:                        # a loop, not recursion: deep nesting cannot overflow
+        item, where = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                return (f"{where} holds {ascii(item[exc.start:exc.end])} at character {exc.start}, "
+                        "a lone surrogate UTF-8 cannot encode (half of a UTF-16 pair, or a byte "
+                        "that was not UTF-8)")
+        elif isinstance(item, dict):
+            children = [c for k, v in item.items() for c in ((k, f"a key of {where}"),
+                                                                (v, f"{where}.{printable(k)}"))]
+            stack += reversed(children)
+        elif isinstance(item, (list, tuple)):
+            stack += reversed([(v, f"{where}[{i}]") for i, v in enumerate(item)])
+    return None
+
+
+def check_text(value, path="arguments", error=None):
+    """`value` if all its text is UTF-8; else ArgumentError "invalid_text", or `error` if given.
+
+    ArgumentError is the model's to fix (its arguments); pass error=UserError for the caller's text.
+    Example: check_text({"city": "\\ud83d"})   # ArgumentError: arguments.city holds '\\ud83d' ...
+    """
+    problem = unencodable(value, path)
+    if problem:
+        message = f"{problem} — {WHOLE_CHARACTERS}"
+        raise error(message) if error else ArgumentError(message, "invalid_text")
     return value
+
+
+def required_id(value, name, how):
+    """`value` when it is a usable id: a string, not blank, no spaces at its ends, all UTF-8 text.
+
+    Anything else (None, 3, "", "  ", " ana", "\\udcff") raises UserError naming `name`, then `how`
+    (how to make a proper one). Ids, tenants, principals and scopes all pass through here.
+    Example: required_id("ana", "tenant", "pass tenant='ana'")  ->  "ana"
+    """
+    if value is None:
+        what = f"{name} is missing"
+    elif not isinstance(value, str):
+        what = f"{name} must be a string, got {type(value).__name__} {printable(value)[:40]}"
+    elif not value.strip():
+        what = f"{name} is blank ({value!r})"
+    elif value != value.strip():        # " ana" and "ana" would be two ids nobody tells apart
+        what = f"{name} {value!r} has spaces at its ends"
+    else:
+        what = unencodable(value, name)
+        if what is None:
+            return value
+    raise UserError(f"{what} — {how}")
 
 
 # ---------------------------------------------------------------- validating against a schema
@@ -279,8 +355,10 @@ def canonical(arguments):
     subtle: validation accepts 30.0 as an integer (JSON Schema does), so if 30 and 30.0 were two texts,
     one intent would derive two operation_ids (07_runtime) and run twice. Numbers are folded here, without a schema,
     so a caller who derives the id from the raw arguments still gets the one id (as RFC 8785 does).
+    Text UTF-8 cannot encode has no such text: ArgumentError "invalid_text" (see check_text).
     Example: canonical({"b": 1.0, "a": 2})  ->  '{"a":2,"b":1}'
     """
+    check_text(arguments, "the value")
     return json.dumps(_one_number(arguments), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -507,6 +585,29 @@ def execute(call, registry, allowed=None):
 def result_text(result):
     """The tool message content for a result. Example: result_text({"ok": True, "data": 4}) -> '{"ok": true, "data": 4}'"""
     return json.dumps(result, ensure_ascii=False, allow_nan=False)
+
+
+# ---------------------------------------------------------------- consent: one rule for every yes
+
+# What counts as an explicit yes, after trimming spaces and case and one final . ! 。 or ！
+YES_WORDS = frozenset({"y", "yes", "是", "是的", "好", "好的", "可以", "同意"})
+
+
+def approved(answer):
+    """Whether a person's answer is consent: only True, or exactly one of YES_WORDS; all else is no.
+
+    Memory (03: remember, consolidate) and permissions (05) ask through this one rule. A sentence
+    that starts like a yes is not one: "Yesterday I said no", "yes, but not now", "yes?", "yeah no",
+    None, 1 and "true" all mean no, so a misread answer can only ever refuse.
+    Example: approved("Yes!")  ->  True;  approved("you must not")  ->  False
+    """
+    if answer is True:
+        return True
+    if not isinstance(answer, str):
+        return False
+    text = answer.strip().casefold()
+    text = text[:-1] if text.endswith((".", "!", "。", "！")) else text
+    return text in YES_WORDS
 
 
 # ---------------------------------------------------------------- teaching tools

@@ -15,7 +15,7 @@ import pytest
 from labkit import ServiceError, UserError, check
 from labkit import memory
 from labkit.memory import (DAY, MAX_CHARS, ManualClock, MemoryStore, Refused, WorkingMemory, idf, main,
-                           memory_tools, record_problems, recency, said_yes, score, tokens)
+                           memory_tools, record_problems, recency, score, tokens)
 from labkit.models import ToolCall
 from labkit.tools import ToolRegistry, execute
 
@@ -209,6 +209,82 @@ def test_history_never_crosses_tenants(store):
     assert [h["content"] for h in store.history("bob", "x")] == ["bob first"]
 
 
+NOT_IDS = [None, "", "   ", "\t", 3, b"ana", " ana", "ana\n", "an\udcffa"]
+READERS = {
+    "get": lambda store, tenant: store.get(tenant, "units"),
+    "list": lambda store, tenant: store.list(tenant),
+    "count": lambda store, tenant: store.count(tenant),
+    "history": lambda store, tenant: store.history(tenant, "units"),
+    "recall": lambda store, tenant: store.recall(tenant, "units"),
+    "delete": lambda store, tenant: store.delete(tenant, "units"),
+    "forget": lambda store, tenant: store.forget(tenant, keep=0),
+    "export": lambda store, tenant: store.export(tenant),
+    "write": lambda store, tenant: store.write(tenant, "Likes tea", id="units", confirmed=True),
+    "memory_tools": lambda store, tenant: memory_tools(store, tenant),
+    "consolidate": lambda store, tenant: WorkingMemory().consolidate(store, tenant),
+}
+
+
+@pytest.mark.parametrize("method", READERS)
+@pytest.mark.parametrize("tenant", NOT_IDS)
+def test_every_api_refuses_a_missing_or_blank_tenant_and_says_how(store, method, tenant):
+    remember(store, "ana", "Prefers metric units", id="units")
+    with pytest.raises(UserError, match=r"tenant .*— name whose memory this is.*tenant='ana'"):
+        READERS[method](store, tenant)
+    assert [m.id for m in store.list("ana")] == ["units"]        # nothing was changed or deleted
+
+
+@pytest.mark.parametrize("method", ["get", "history", "delete"])
+@pytest.mark.parametrize("memory_id", NOT_IDS + ["no spaces", "x" * 65])
+def test_reading_or_deleting_by_a_missing_or_blank_id_is_refused(store, method, memory_id):
+    remember(store, "ana", "Prefers metric units", id="units")
+    with pytest.raises(UserError, match=r"id .*— pass the id a write returned"):
+        getattr(store, method)("ana", memory_id)
+    assert store.count("ana") == 1
+
+
+def test_id_none_lets_the_store_name_the_slot_and_a_blank_id_is_refused(store):
+    assert remember(store, "ana", "Likes jazz").memory.id == "m1"
+    for blank in ("", "  "):
+        with pytest.raises(Refused, match="id must be"):
+            remember(store, "ana", "Likes jazz", id=blank)
+
+
+def test_consolidate_asks_nobody_when_the_tenant_is_blank(store, clock):
+    work, asked = WorkingMemory(clock=clock), []
+    work.add("Wants chapters under 4,000 words", importance=0.9)
+    with pytest.raises(UserError, match="tenant"):
+        work.consolidate(store, " ", confirm=lambda question: asked.append(question) or "yes")
+    assert asked == []
+
+
+@pytest.mark.parametrize("field, fields", [
+    ("content", {"content": "Caf\udce9 au lait"}),        # a byte that was not UTF-8 (argv)
+    ("content", {"content": "Loves \ud83d"}),              # half of an emoji
+    ("tenant", {"tenant": "\udcff"}),
+])
+def test_a_write_with_text_utf8_cannot_encode_is_refused(store, field, fields):
+    record = {"tenant": "ana", "content": "Likes tea", **fields}
+    with pytest.raises(Refused, match=f"{field} holds .* UTF-8 cannot encode .* — ") as caught:
+        store.write(record.pop("tenant"), record.pop("content"), confirmed=True)
+    assert caught.value.kind == "invalid_record" and store.export("ana")["count"] == 0
+
+
+def test_recall_and_working_memory_refuse_text_utf8_cannot_encode(store, clock):
+    with pytest.raises(UserError, match="query holds"):
+        store.recall("ana", "tea \udcff")
+    with pytest.raises(UserError, match="content holds"):
+        WorkingMemory(clock=clock).add("Loves \ud83d")
+
+
+def test_the_remember_tool_gets_a_result_for_half_an_emoji(store):
+    remember_tool, recall_tool = memory_tools(store, "ana", confirm=lambda question: "yes")
+    registry = ToolRegistry([remember_tool, recall_tool])
+    arguments = '{"id": "mood", "content": "Loves \\ud83d", "kind": "note", "importance": 0.5}'
+    result = execute(ToolCall("call_1", "remember", arguments), registry)
+    assert (result["ok"], result["error"]) == (False, "invalid_text") and store.count("ana") == 0
+
+
 # ---------------------------------------------------------------- ranking
 
 def test_score_is_the_formula_of_the_issue():
@@ -265,6 +341,18 @@ def test_each_factor_moves_the_ranking(store, clock):
     ranked = store.recall("ana", "jazz records")
     assert [h.memory.id for h in ranked] == ["key_jazz", "new_jazz", "old_jazz"]
     assert ranked[2].relevance == pytest.approx(1.0) and ranked[0].relevance < 0.5
+
+
+def test_recall_with_thousands_of_distinct_words_matches_the_brute_force_scan(store, clock):
+    rng = random.Random(5)
+    vocab = [f"w{i}" for i in range(40)]
+    everything = [remember(store, "ana", " ".join(rng.sample(vocab, 4)), id=f"k{i}",
+                           importance=rng.choice([0.0, 0.5, 1.0])).memory for i in range(60)]
+    query = " ".join(vocab[:5] + [f"unseen{i}" for i in range(5000)])   # SQLite: 500 UNION terms
+    expected = brute_force(everything, query, clock())[:10]
+    got = [(h.score, h.memory.id) for h in store.recall("ana", query, limit=10)]
+    assert [i for _, i in got] == [i for _, i in expected] and len(got) == 10
+    assert [s for s, _ in got] == pytest.approx([s for s, _ in expected])
 
 
 def test_a_query_without_keywords_is_a_clear_error(store):
@@ -387,11 +475,6 @@ def test_consolidate_promotes_only_important_and_confirmed_items(store, clock):
     assert [m.source for m in store.list("ana")] == ["assistant", "assistant"]
     again = wm.consolidate(store, "ana")                   # promoted items are not written twice
     assert again["promoted"] == {} and again["needs_confirmation"] == ["w4"]
-
-
-def test_said_yes():
-    assert said_yes("Yes") and said_yes(" y") and said_yes(True)
-    assert not said_yes("no") and not said_yes("") and not said_yes(None) and not said_yes(1)
 
 
 # ---------------------------------------------------------------- the remember and recall tools
@@ -547,6 +630,76 @@ def test_the_command_line_default_is_in_the_repository_root_from_any_folder(tmp_
     assert main(["set", "Prefers tea", "--id", "drink"]) == 0
     assert (tmp_path / ".runtime" / "memory.sqlite3").is_file()
     assert "created drink" in capsys.readouterr().out
+
+
+def run_raw(*args):
+    """The command line with raw arguments (bytes too, as a shell passes them): code, out, err."""
+    done = subprocess.run([sys.executable, "-m", "labkit.memory", *args], capture_output=True,
+                          timeout=60, cwd=ROOT)
+    return done.returncode, done.stdout.decode(), done.stderr.decode()
+
+
+def another_programs_database(path):
+    sqlite3.connect(path).execute("CREATE TABLE operations (operation_id TEXT)").connection.commit()
+    return path
+
+
+CLI_PROBLEMS = {   # case: (arguments given tmp_path, what the one line must say)
+    "a file that is not a database": (lambda t: ["list", "--db", write(t / "notes.txt", "hello")],
+                                      "not a SQLite database"),
+    "a folder": (lambda t: ["list", "--db", t], "is a folder, not a file"),
+    "/dev/null": (lambda t: ["list", "--db", "/dev/null"], "not a regular file"),
+    "a folder that does not exist": (lambda t: ["list", "--db", t / "typo" / "memory.sqlite3"],
+                                     "does not exist"),
+    "a file where the folder should be": (lambda t: ["list", "--db", write(t / "f", "x") / "m.db"],
+                                          "is not a folder"),
+    "another program's database": (lambda t: ["list", "--db", another_programs_database(t / "r")],
+                                   "SQLite database of something else"),
+    "a name too long": (lambda t: ["list", "--db", t / ("x" * 5000)], "cannot be used"),
+    "bad bytes in the content": (lambda t: [b"set", b"caf\xe9", b"--db", t / "m.sqlite3"],
+                                 "UTF-8 cannot encode"),
+    "bad bytes in the tenant": (lambda t: [b"list", b"--tenant", b"\xff", b"--db", t / "m.sqlite3"],
+                                "tenant holds"),
+    "bad bytes in an id": (lambda t: [b"delete", b"\xff", b"--db", t / "m.sqlite3"], "id holds"),
+    "bad bytes as the command": (lambda t: [b"\xff"], "invalid choice"),
+    "a missing argument": (lambda t: ["set", "--db", t / "m.sqlite3"], "required: content"),
+}
+
+
+def write(path, text):
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("case", CLI_PROBLEMS)
+def test_the_command_line_explains_every_problem_in_one_line_never_a_traceback(tmp_path, case):
+    arguments, says = CLI_PROBLEMS[case]
+    arguments = arguments(tmp_path)
+    before = sorted(tmp_path.rglob("*"))
+    code, out, err = run_raw(*arguments)
+    assert "Traceback" not in err
+    assert (code, out) == (2, "")
+    assert err.startswith("error: ") and err.endswith("\n") and err.count("\n") == 1, err
+    assert " — " in err and says in err                     # what is wrong — what to do
+    assert sorted(tmp_path.rglob("*")) == before             # no folder, no store made on the way
+
+
+def test_a_refused_database_of_another_program_is_left_unchanged(tmp_path):
+    path = another_programs_database(tmp_path / "runtime.db")
+    run_raw("set", "Prefers tea", "--db", path)
+    tables = sqlite3.connect(path).execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+    assert tables.fetchall() == [("operations",)]
+
+
+def test_the_command_line_says_when_it_cannot_create_the_default_folder(tmp_path):
+    default = write(tmp_path / "file", "x") / ".runtime" / "memory.sqlite3"   # under a file
+    script = ("import sys; from pathlib import Path; from labkit import memory; "
+              f"memory.CLI_PATH = Path({str(default)!r}); sys.exit(memory.main(['list']))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60, cwd=ROOT)
+    assert (done.returncode, done.stdout) == (2, "") and "Traceback" not in done.stderr
+    assert done.stderr.count("\n") == 1 and "cannot create the folder" in done.stderr
+    assert "pass --db" in done.stderr
 
 
 # ---------------------------------------------------------------- processes sharing one file

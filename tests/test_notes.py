@@ -1,4 +1,6 @@
 """labkit.notes: Markdown notes with YAML front matter, an index, and file names safe from any title."""
+import re
+
 import pytest
 import yaml
 
@@ -75,6 +77,41 @@ def test_bad_type_tags_and_ids_are_clear_errors(book):
         book.read("../n1")
     with pytest.raises(UserError, match="no note 'n9'"):
         book.read("n9")
+
+
+NOT_IDS = [None, "", "   ", 3, ["n1"], " n1", "n1\n", "n\udcff"]
+BY_ID = {"read": lambda book, id: book.read(id), "delete": lambda book, id: book.delete(id),
+         "update": lambda book, id: book.update(id, body="Step 2 done")}
+
+
+@pytest.mark.parametrize("method", BY_ID)
+@pytest.mark.parametrize("bad", NOT_IDS)
+def test_a_missing_or_blank_note_id_is_refused_naming_it_and_how(book, method, bad):
+    book.create("Plan", "Step 1")
+    with pytest.raises(UserError, match=r"^id .*— pass a note id such as 'n1'; book.list\(\)"):
+        BY_ID[method](book, bad)
+    assert [(n.id, n.body) for n in book.list()] == [("n1", "Step 1")]
+
+
+@pytest.mark.parametrize("fields, where", [
+    ({"title": "Plan \ud83d"}, "title"), ({"body": "Caf\udce9"}, "body"),
+    ({"tags": ["db", "\udcff"]}, "tags[1]"),
+])
+def test_text_utf8_cannot_encode_is_refused_before_anything_is_written(book, fields, where):
+    with pytest.raises(UserError, match=rf"^{re.escape(where)} holds .* UTF-8 cannot encode"):
+        book.create(**{"title": "Plan", **fields})
+    assert sorted(p.name for p in book.folder.iterdir()) == []       # no note, no counter, no index
+    book.create("Plan")
+    with pytest.raises(UserError, match=rf"^{re.escape(where)} holds"):
+        book.update("n1", **fields)
+    assert book.create("Next").id == "n2" and book.read("n1").title == "Plan"
+
+
+def test_a_note_file_that_is_not_utf8_is_a_clear_error(book):
+    note = book.create("Fine")
+    (book.folder / note.file).write_bytes(b"---\nid: n1\ntitle: caf\xe9\ntype: task_state\n---\n")
+    with pytest.raises(UserError, match="not UTF-8 text"):
+        book.read("n1")
 
 
 def test_list_filters_by_type_and_tag(book):

@@ -215,6 +215,114 @@ def test_an_operation_id_reused_for_other_arguments_or_tool_is_an_error(db):
     assert len(calls) == 1
 
 
+# ---------------------------------------------------------------- ids required, text UTF-8
+
+NOT_IDS = [None, "", "   ", "\t\n", 3, b"op_1", ["op_1"], " op_1", "op_1\n", "op_\udcff"]
+
+
+@pytest.mark.parametrize("bad", NOT_IDS)
+def test_dispatch_refuses_a_missing_or_blank_operation_id_and_runs_nothing(db, bad):
+    calls = []
+    runtime = ToolRuntime([refund_tool(calls)], "high", db)
+    how = r"operation_id.*operation_id\(principal, tool, arguments, scope\)"
+    for _ in range(3):                                 # the report: 3 refunds, [None] * 3 stored
+        with pytest.raises(UserError, match=how):
+            runtime.dispatch("refund", ARGS, bad)
+    assert calls == [] and runtime.store.operations() == []
+
+
+@pytest.mark.parametrize("bad", NOT_IDS)
+def test_reconcile_refuses_a_missing_or_blank_operation_id(db, bad):
+    runtime = ToolRuntime([refund_tool([])], "high", db)
+    with pytest.raises(UserError, match="operation_id"):
+        runtime.reconcile(bad, "succeeded")
+
+
+@pytest.mark.parametrize("part", ["principal", "tool", "scope"])
+@pytest.mark.parametrize("bad", NOT_IDS[1:])          # None is a scope's documented "no occasion"
+def test_operation_id_refuses_a_blank_or_broken_part_naming_it(part, bad):
+    parts = {"principal": "alice", "tool": "refund", "arguments": ARGS, "scope": "t-9", part: bad}
+    with pytest.raises(UserError, match=f"^{part} ") as caught:
+        operation_id(**parts)
+    caught.value.args[0].encode("utf-8")                   # the message itself is always UTF-8 text
+
+
+@pytest.mark.parametrize("part", ["principal", "tool"])
+def test_operation_id_refuses_a_missing_principal_or_tool(part):
+    with pytest.raises(UserError, match=f"{part} is missing"):
+        operation_id(**{"principal": "alice", "tool": "refund", "arguments": ARGS, part: None})
+
+
+def test_no_scope_is_none_and_is_its_own_operation():
+    assert operation_id("alice", "refund", ARGS) == operation_id("alice", "refund", ARGS, None)
+    assert operation_id("alice", "refund", ARGS) != operation_id("alice", "refund", ARGS, "t-9")
+    assert Action("refund", ARGS).scope is None
+
+
+@pytest.mark.parametrize("bad", NOT_IDS[1:])
+def test_an_action_refuses_a_blank_scope(bad):
+    with pytest.raises(UserError, match="scope"):
+        Action("refund", ARGS, bad)
+
+
+@pytest.mark.parametrize("bad", NOT_IDS)
+def test_run_agent_refuses_a_missing_or_blank_principal_before_any_step(db, bad):
+    calls = []
+    runtime = ToolRuntime([refund_tool(calls)], "high", db)
+    with pytest.raises(UserError, match="principal"):
+        run_agent(refund_policy, runtime, State(), verify=lambda state: False, principal=bad)
+    assert calls == [] and runtime.store.operations() == []
+
+
+LONE = ['{"order_id": "\\ud83d", "amount": 30}',              # valid JSON: an escaped half of 😀
+        '{"order_id": "A-\udcff", "amount": 30}',             # a byte that was not UTF-8
+        '{"order_id": "A-17", "amount": 30, "\\udfff": 1}',    # in a key
+        {"order_id": "A-\ud83d", "amount": 30}]              # a Python dict holding one
+
+
+@pytest.mark.parametrize("arguments", LONE)
+def test_dispatch_rejects_text_utf8_cannot_encode_as_a_result_the_model_can_act_on(db, arguments):
+    calls = []
+    runtime = ToolRuntime([refund_tool(calls)], "high", db)
+    result = runtime.dispatch("refund", arguments, "op_1")
+    assert (result["ok"], result["status"], result["error"]) == (False, "rejected", "invalid_text")
+    assert "UTF-8" in result["message"] and "whole characters" in result["message"]
+    json.dumps(result, ensure_ascii=False).encode("utf-8")    # the result itself can be sent on
+    assert calls == [] and runtime.store.operations() == []
+
+
+@pytest.mark.parametrize("arguments", [{"order_id": "\ud83d"}, {"\udcff": 1}, ["A", ["\ud800"]]])
+def test_operation_id_refuses_arguments_utf8_cannot_encode(arguments):
+    with pytest.raises(UserError, match="arguments.* UTF-8 cannot encode.* whole characters"):
+        operation_id("alice", "refund", arguments, "ticket-9")
+
+
+@pytest.mark.parametrize("arguments", LONE)
+def test_run_agent_feeds_text_utf8_cannot_encode_back_to_the_policy(db, arguments):
+    calls = []
+    runtime = ToolRuntime([refund_tool(calls)], "high", db)
+    once = lambda state: None if state.results else Action("refund", arguments)   # noqa: E731
+    run = run_agent(once, runtime, State(), verify=lambda state: False)
+    assert run.status == "unverified" and calls == [] and run.writes == 0
+    [(label, outcome, found)] = run.state.results
+    assert (label, outcome, found["error"]) == ("rejected_1", "failed", "invalid_text")
+    "\n".join(run.trace.lines()).encode("utf-8")              # the trace prints anywhere
+
+
+def test_run_agent_labels_a_rejected_action_and_still_derives_ids_for_good_ones(db):
+    calls = []
+    runtime = ToolRuntime([refund_tool(calls)], "high", db)
+    actions = iter([Action(["refund"], ARGS, "t-1"), Action("refund", {"amount": 30}, "t-1"),
+                    Action("refund", ARGS, "t-1")])
+    run = run_agent(lambda state: next(actions, None), runtime, State(), lambda state: bool(calls))
+    assert run.status == "completed" and len(calls) == 1
+    assert [r[0] for r in run.state.results] == ["rejected_1", "rejected_2",
+                                                 operation_id("agent", "refund", ARGS, "t-1")]
+    assert [r[2]["error"] for r in run.state.results[:2]] == ["unknown_tool", "invalid_arguments"]
+    with pytest.raises(UserError, match="return an Action"):
+        run_agent(lambda state: {"tool": "refund"}, runtime, State(), verify=lambda state: False)
+
+
 def test_a_tool_error_is_a_recorded_failure_and_is_replayed(db):
     def declined(order_id, amount):
         raise ToolError("card declined — use another payment method", kind="declined")

@@ -2,6 +2,7 @@
 import json
 import math
 import random
+import re
 import typing
 from pathlib import Path
 from typing import Literal
@@ -14,8 +15,9 @@ from labkit.errors import ModelBehaviorError, ToolError, UserError
 from labkit.live import ChatModel, ResponsesModel
 from labkit.models import ToolCall, user
 from labkit.tools import (MAX_RESULT_CHARS, RISKS, ArgumentError, Tool, ToolRegistry, UnsupportedSchema,
-                          calculate, check_schema, doc_tools, execute, get_weather, json_equal, json_type,
-                          list_docs, parse_arguments, read_doc, result_text, to_api, tool, validate_arguments)
+                          calculate, canonical, check_schema, doc_tools, execute, get_weather,
+                          json_equal, json_type, list_docs, parse_arguments, read_doc, result_text,
+                          to_api, tool, validate_arguments)
 
 SUITE = json.loads((Path(__file__).parent / "data" / "json_schema_suite_subset.json").read_text())
 
@@ -204,6 +206,36 @@ def test_parse_arguments_refuses_with_a_message_the_model_can_act_on(text, needl
     with pytest.raises(ArgumentError, match=needle.replace("(", r"\(")) as info:
         parse_arguments(text)
     assert info.value.kind == "invalid_json"
+
+
+LONE_SURROGATES = [('{"city": "\\ud83d"}', "arguments.city"),            # valid JSON: half of 😀
+                   ('{"city": "Par\udcffis"}', "arguments.city"),         # a byte, not UTF-8
+                   ('{"\\udfff": "Paris"}', "a key of arguments"),
+                   ('{"days": [1, {"note": "\\ud800"}]}', "arguments.days[1].note")]
+
+
+@pytest.mark.parametrize("text, where", LONE_SURROGATES)
+def test_parse_arguments_refuses_text_utf8_cannot_encode_and_says_where(text, where):
+    with pytest.raises(ArgumentError, match=rf"^{re.escape(where)} holds .*whole characters") as e:
+        parse_arguments(text)
+    assert e.value.kind == "invalid_text"
+    str(e.value).encode("utf-8")                        # the message is text the model can read
+
+
+@pytest.mark.parametrize("text, where", LONE_SURROGATES)
+def test_execute_returns_a_result_for_text_utf8_cannot_encode(text, where):
+    log = []
+    result = execute(ToolCall("call_1", "add", text), spy_registry(log))
+    assert (result["ok"], result["error"]) == (False, "invalid_text") and where in result["message"]
+    assert log == [] and result_text(result).encode("utf-8")
+
+
+def test_a_whole_emoji_is_text_and_canonical_refuses_half_of_one():
+    assert parse_arguments('{"city": "\\ud83d\\ude00"}') == {"city": "😀"}
+    assert canonical({"city": "😀"}) == '{"city":"😀"}'
+    with pytest.raises(ArgumentError, match="UTF-8 cannot encode") as info:
+        canonical({"city": "\ud83d"})
+    assert info.value.kind == "invalid_text"
 
 
 def test_parse_arguments_accepts_plain_json():
