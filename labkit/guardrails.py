@@ -233,6 +233,8 @@ def call_problem(call, tool):
 
     Example: call_problem(ToolCall("call_1", "calculate", '{"expression": 2'), calculate)[0]  ->  "invalid_json"
     """
+    if call.problem:                  # a name or arguments that were not text at all
+        return "malformed_call", call.problem
     if tool is None:
         return "unknown_tool", f"there is no tool named {call.name[:40]!r} — call one of the tools you were offered"
     try:
@@ -273,7 +275,7 @@ def fingerprint(call):
         arguments = canonical(parse_arguments(call.arguments))   # subtle: 1 and 1.0 are one argument
     except ArgumentError:
         arguments = "unparsed " + " ".join(call.arguments.split())
-    return f"{call.name} {arguments}"
+    return f"{call.name} {arguments}" + (" (malformed)" if call.problem else "")
 
 
 def same_call(a, b):
@@ -344,8 +346,8 @@ class Permissions(Guard):
         self.max_risk, self.approve = max_risk, approve
 
     def before_tool(self, run, call, tool):
-        if tool is None:
-            return None               # an unknown tool never runs: execute() refuses it
+        if tool is None or call.problem:
+            return None               # it never runs: execute() refuses it
         if RISKS.index(tool.risk) > RISKS.index(self.max_risk):
             return Decision("refuse", "not_permitted", f"{tool.name} is {tool.risk} risk and this run may use tools "
                             f"up to {self.max_risk} risk — it was not run; do the task without it or tell the user")

@@ -474,6 +474,8 @@ def execute(call, registry, allowed=None):
     Example: execute(ToolCall("call_1", "calculate", '{"expression": "2+2"}'), registry)
              ->  {"ok": True, "data": {"expression": "2+2", "result": 4}}
     """
+    if call.problem:                    # a name or arguments that were not text (models.ToolCall)
+        return failure("malformed_call", call.problem)
     usable = [n for n in registry.names() if allowed is None or n in allowed]   # what the model may call
     if allowed is not None and call.name not in allowed:
         return failure("not_allowed", f"{call.name} is not allowed in this run — use one of: "
