@@ -139,7 +139,7 @@ def test_05_runs_in_the_order_its_text_describes():
     text = ["".join(c["source"]) for c in cells]
     for i, source in enumerate(text[:-1]):
         if cells[i]["cell_type"] == "markdown" and source.rstrip().endswith(":"):
-            assert cells[i + 1]["cell_type"] == "code", f"cell {i} introduces {i + 1}, a Markdown cell"
+            assert cells[i + 1]["cell_type"] == "code", f"cell {i} introduces a Markdown cell"
     for i, source in enumerate(text):
         rows = source.split("\n")
         assert rows[0].strip() and rows[-1].strip(), f"cell {i} has a blank first or last line"
