@@ -384,7 +384,6 @@ class Permissions(Guard):
 
 # ---------------------------------------------------------------- data leaving the machine (egress)
 
-_LABEL = '"untrusted": "data from '             # how untrusted() and Untrusted begin a label
 _MAILBOX = re.compile(r"[A-Za-z0-9._+-]+")      # an address's local part, with nothing a URL reads
 _DNS_LABEL = r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?"
 _HOST = re.compile(rf"(?=.{{1,253}}$){_DNS_LABEL}(\.{_DNS_LABEL})*")
@@ -394,7 +393,8 @@ _UNPLAIN = re.compile(r"[\s\\\x00-\x1f\x7f]")   # spaces, backslashes, control c
 def read_untrusted(messages):
     """Whether untrusted content has entered the run: any tool result (a guard's refusal too: it
     may echo a page's words), or text labelled by untrusted(). Example: read_untrusted(messages)"""
-    return any(m.role == "tool" or _LABEL in m.content for m in messages)
+    label = json.dumps({"untrusted": UNTRUSTED.split("{source}")[0]})[1:-2]  # how each label starts
+    return any(m.role == "tool" or label in (m.content or "") for m in messages)
 
 
 def outbound(messages, call, tool):
