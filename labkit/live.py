@@ -8,6 +8,8 @@ message is one line and never contains the key.
 
 Deliberately left out: streaming, images and audio, structured outputs, async, automatic retries.
 """
+import json
+
 from .config import (DEFAULT_MODEL, OFFICIAL_BASE_URL, TIMEOUT_SECONDS, describe_failure, key_problem,
                      load_settings, redact)
 from .errors import ServiceError, UserError
@@ -22,12 +24,29 @@ def read_output(items):
     """
     texts, calls = [], []
     for item in items:
+        if not isinstance(item, dict):
+            continue                    # not an item at all: nothing to read
         if item.get("type") == "message":
             texts.append("".join(part.get("text") or part.get("refusal") or ""
                                  for part in item.get("content") or []))
         elif item.get("type") == "function_call":
-            calls.append(ToolCall(item["call_id"], item["name"], item.get("arguments") or "{}"))
+            call_id = item.get("call_id") or f"call_{len(calls) + 1}"
+            calls.append(sent_call(call_id, item.get("name"), item.get("arguments")))
     return "\n".join(t for t in texts if t), calls
+
+
+def sent_call(call_id, name, arguments):
+    """A ToolCall from what a server sent. Arguments sent as a JSON object or array (some local
+    servers do) become their JSON text — what the model meant; none at all are "{}". A name that
+    is missing or not text stays as sent: the loop refuses that call as malformed.
+
+    Example: sent_call("call_1", "f", {"city": "Paris"}).arguments  ->  '{"city": "Paris"}'
+    """
+    if arguments is None or arguments == "":
+        arguments = "{}"
+    elif not isinstance(arguments, str):
+        arguments = json.dumps(arguments, ensure_ascii=False)
+    return ToolCall(call_id, name, arguments)
 
 
 def responses_body(model, messages, tools=(), replay_reasoning=False, max_output_tokens=None):
@@ -130,7 +149,9 @@ class _LiveModel:
         if isinstance(raw, str):                # the SDK hands back text when the body was not JSON
             raise ServiceError(f"bad response: {self.base_url} answered with a web page or plain text, "
                                "not JSON — the base URL must be the API root (usually ending in /v1)")
-        data = raw.to_dict() if hasattr(raw, "to_dict") else raw
+        # subtle: warnings=False — a server may send a field the SDK's types do not expect (a tool
+        # name as a list); _parse reads whatever came, so the SDK's serializer warning is only noise
+        data = raw.to_dict(warnings=False) if hasattr(raw, "to_dict") else raw
         reply = self._parse(data)
         if reply.usage is None:
             self.unreported_turns += 1
@@ -196,8 +217,12 @@ class ChatModel(_LiveModel):
             raise ServiceError(f"bad response: {self.base_url} returned no choices — try again, or check "
                                "that the server supports this model")
         message, finish = choices[0].get("message") or {}, choices[0].get("finish_reason")
-        calls = [ToolCall(c.get("id") or f"call_{i}", c["function"]["name"], c["function"].get("arguments") or "{}")
-                 for i, c in enumerate(message.get("tool_calls") or [], 1)]
+        calls = []
+        for i, c in enumerate(message.get("tool_calls") or [], 1):
+            c = c if isinstance(c, dict) else {}
+            function = c.get("function") if isinstance(c.get("function"), dict) else {}
+            call_id = c.get("id") or f"call_{i}"
+            calls.append(sent_call(call_id, function.get("name"), function.get("arguments")))
         reason = {"length": "max_output_tokens", "content_filter": "content_filter"}.get(finish)
         return Reply(message.get("content") or message.get("refusal") or "", calls,
                      _usage(data, ("prompt_tokens", "completion_tokens")),

@@ -17,9 +17,59 @@ from .errors import UserError
 
 @dataclass
 class ToolCall:
+    """One tool call as the model sent it. Every field is text: a name or arguments sent as
+    anything else (a list, an object, a number, nothing) become their JSON text, and `problem`
+    says what was wrong, so the call is refused as malformed instead of crashing what reads it.
+
+    Example: ToolCall("call_1", "f", {"x": 1}).problem  ->  "the arguments are a JSON object, ..."
+    """
     id: str                   # pairs the call with its output: "call_1"
     name: str                 # the tool the model wants to run
     arguments: str            # the raw JSON text the model wrote; the tool layer parses it
+    problem: str | None = None    # why the call cannot run as sent; None for a well-formed call
+
+    def __post_init__(self):
+        found = [] if self.problem is None else [self.problem]
+        fix = "call one of the tools you were offered, by name"
+        if self.name is None:
+            found.append(f"the call has no tool name — {fix}")
+        elif not isinstance(self.name, str):
+            found.append(f"the tool name is {_kind(self.name)}, not text — {fix}")
+        if not isinstance(self.arguments, str):
+            found.append(f"the arguments are {_kind(self.arguments)}, not JSON text — send a "
+                         "string holding one JSON object ('{}' when the tool takes none)")
+        self.id, self.name = as_text(self.id), as_text(self.name)
+        self.arguments = as_text(self.arguments)
+        self.problem = "; ".join(found) or None
+
+    def __repr__(self):
+        problem = f", problem={self.problem!r}" if self.problem else ""
+        shown = f"id={self.id!r}, name={self.name!r}, arguments={self.arguments!r}{problem}"
+        return f"ToolCall({shown})"
+
+
+def _kind(value):
+    """A value's kind in JSON words. Example: _kind([1])  ->  "a JSON array" """
+    for cls, word in ((bool, "a boolean"), ((int, float), "a number"), (dict, "a JSON object"),
+                      ((list, tuple), "a JSON array")):
+        if isinstance(value, cls):    # subtle: bool first; True is an int to Python
+            return word
+    return "null" if value is None else f"a Python {type(value).__name__}"
+
+
+def as_text(value):
+    """A tool call's field as text: text stays, None is "", anything else is its JSON.
+
+    Example: as_text({"city": "Paris"})  ->  '{"city": "Paris"}'
+    """
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):     # not JSON: name its type, never its repr
+        return f"<{type(value).__name__}>"
 
 
 @dataclass
@@ -131,7 +181,10 @@ def call(name, /, **arguments):
 
 
 def raw_call(name, arguments):
-    """A call whose arguments text is given verbatim, e.g. broken JSON. Example: raw_call("f", '{"x": ')"""
+    """A call given verbatim: broken JSON, or a name or arguments that are not text at all.
+
+    Example: raw_call("f", '{"x": ')   or   raw_call(["f"], {"x": 1})
+    """
     return Step(calls=((name, arguments),))
 
 
@@ -143,6 +196,11 @@ def turn(*steps):
 def incomplete(text="", reason="max_output_tokens"):
     """A reply the server cut short. Example: incomplete("The weather in Par", "max_output_tokens")"""
     return Step(text=text, status="incomplete", incomplete_reason=reason)
+
+
+def _said(calls):
+    """The text of scripted calls as a model writes it (a raw_call may hold any value)."""
+    return "".join(as_text(name) + as_text(arguments) for name, arguments in calls)
 
 
 @dataclass
@@ -187,7 +245,7 @@ class ScriptedModel:
             raise UserError(f"script step {self.position} is {step!r}, not a step — use say(...) or call(...)")
         text, said, status, reason = self._capped(step)
         calls = [ToolCall(f"call_{next(self._ids)}", name, arguments) for name, arguments in said]
-        spoken = text + "".join(name + arguments for name, arguments in said)
+        spoken = text + _said(said)
         usage = Usage(estimate_messages(messages), estimate_tokens(spoken), estimated=True)
         usage.total_tokens = usage.input_tokens + usage.output_tokens
         self.usage = self.usage + usage
@@ -197,7 +255,7 @@ class ScriptedModel:
         """(text, calls, status, reason) as a server with max_output_tokens returns them: text cut to fit,
         then only the calls that fit whole, and status "incomplete" when anything was cut."""
         cap, calls = self.max_output_tokens, step.calls
-        if cap is None or estimate_tokens(step.text + "".join(n + a for n, a in calls)) <= cap:
+        if cap is None or estimate_tokens(step.text + _said(calls)) <= cap:
             return step.text, calls, step.status, step.incomplete_reason
         low, high = 0, len(step.text)       # the longest prefix of the text that fits
         while low < high:
@@ -205,7 +263,7 @@ class ScriptedModel:
             low, high = (middle, high) if estimate_tokens(step.text[:middle]) <= cap else (low, middle - 1)
         text, kept = step.text[:low], ()
         for name, arguments in calls:
-            if estimate_tokens(text + "".join(n + a for n, a in kept) + name + arguments) > cap:
+            if estimate_tokens(text + _said(kept + ((name, arguments),))) > cap:
                 break
             kept += ((name, arguments),)
         return text, kept, "incomplete", "max_output_tokens"

@@ -390,6 +390,9 @@ def check_strict(schema, path="parameters"):
 class Tool:
     """A tool the model may call. `parameters` is a strict JSON schema whose root is an object.
 
+    `egress` says whether it sends data off the machine: False; True when no argument says where to;
+    or the name(s) of the string argument(s) holding the destination — a URL, a host or an e-mail
+    address — so a guard can check it against an allow-list (05_guardrails).
     Example: Tool("echo", "Repeat text.", {"type": "object", "properties": {"text": {"type": "string"}},
                   "required": ["text"], "additionalProperties": False}, lambda text: text)
     """
@@ -399,6 +402,7 @@ class Tool:
     fn: typing.Callable = field(repr=False)
     risk: str = "low"         # one of RISKS
     strict: bool = True       # always True: labkit only builds strict schemas
+    egress: bool | tuple = False   # False, True, or the arguments naming the destination: ("url",)
 
     def __post_init__(self):
         if not NAME.match(self.name or ""):
@@ -408,9 +412,29 @@ class Tool:
         if not isinstance(self.parameters, dict) or self.parameters.get("type") != "object":
             raise UserError(f'tool {self.name}: parameters must be a schema with "type": "object" at its root')
         check_strict(self.parameters, f"{self.name}.parameters")
+        self.egress = self._egress()
+
+    def _egress(self):
+        """The egress declaration checked: a bool, or a tuple of the text arguments it names."""
+        if isinstance(self.egress, bool):
+            return self.egress
+        names = (self.egress,) if isinstance(self.egress, str) else self.egress
+        texts = [n for n, s in self.parameters.get("properties", {}).items()
+                 if "string" in _types(s) + _types(s.get("items"))]     # text, or a list of texts
+        if not isinstance(names, (tuple, list)) or not names or any(n not in texts for n in names):
+            raise UserError(f"tool {self.name}: egress={self.egress!r} names no text argument — "
+                            "give the argument(s) holding the URL, host or e-mail address "
+                            f"({', '.join(texts) or 'none'}), True if none says where, or False")
+        return tuple(names)
 
     def __call__(self, **arguments):
         return self.fn(**arguments)
+
+
+def _types(schema):
+    """The JSON types a schema allows. Example: _types({"type": ["string", "null"]})  ->  [...]"""
+    types = schema.get("type", []) if isinstance(schema, dict) else []
+    return [types] if isinstance(types, str) else list(types)
 
 
 _HINTS = {str: "string", int: "integer", float: "number", bool: "boolean"}
@@ -444,15 +468,16 @@ def _docstring_parts(fn):
     return " ".join(head.split()), described
 
 
-def tool(fn=None, *, name=None, risk="low"):
+def tool(fn=None, *, name=None, risk="low", egress=False):
     """Make a Tool from a function, deriving a strict schema from its type hints and docstring.
 
+    egress: whether it sends data off the machine — the argument naming where, or True.
     Example: @tool
              def get_time(city: str) -> str:
                  '''The local time in a city.'''
     """
     if fn is None:
-        return lambda f: tool(f, name=name, risk=risk)
+        return lambda f: tool(f, name=name, risk=risk, egress=egress)
     name = name or fn.__name__
     description, described = _docstring_parts(fn)
     if not description:
@@ -474,7 +499,7 @@ def tool(fn=None, *, name=None, risk="low"):
         properties[p.name] = schema
     parameters = {"type": "object", "properties": properties, "required": list(properties),
                   "additionalProperties": False}
-    return Tool(name, description, parameters, fn, risk)
+    return Tool(name, description, parameters, fn, risk, egress=egress)
 
 
 class ToolRegistry:
@@ -552,6 +577,8 @@ def execute(call, registry, allowed=None):
     Example: execute(ToolCall("call_1", "calculate", '{"expression": "2+2"}'), registry)
              ->  {"ok": True, "data": {"expression": "2+2", "result": 4}}
     """
+    if call.problem:                    # a name or arguments that were not text (models.ToolCall)
+        return failure("malformed_call", call.problem)
     usable = [n for n in registry.names() if allowed is None or n in allowed]   # what the model may call
     if allowed is not None and call.name not in allowed:
         return failure("not_allowed", f"{call.name} is not allowed in this run — use one of: "

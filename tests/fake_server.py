@@ -8,7 +8,9 @@ function_call_output whose call_id it never saw in the input, and (under store=f
 reasoning item that lacks encrypted_content.
 
 A test can instead queue faults: server.fail_next("401"), "403", "404", "429", "quota", "500",
-"html", "truncated", "slow", "incomplete", "reasoning", "no_usage". Every request is recorded
+"html", "truncated", "slow", "incomplete", "reasoning", "no_usage", and tool calls shaped as some
+servers send them: "arguments_object", "arguments_list", "arguments_missing" (arguments that are
+not JSON text), "name_number", "name_list", "name_missing". Every request is recorded
 (path, headers, body) in server.requests, so tests can check what was sent, and to whom.
 Usage: with FakeServer() as server: ResponsesModel(base_url=server.url, ...)
 """
@@ -29,6 +31,29 @@ def _fill(schema):
     if kind == "object":
         return {name: _fill(sub) for name, sub in schema.get("properties", {}).items()}
     return {"string": "Paris", "integer": 2, "number": 2.5, "boolean": True, "array": []}.get(kind)
+
+
+SHAPES = {                 # fault -> (field, what it becomes; None: the field is left out)
+    "arguments_object": ("arguments", lambda text: json.loads(text)),
+    "arguments_list": ("arguments", lambda text: list(json.loads(text).values())),
+    "arguments_missing": ("arguments", None),
+    "name_number": ("name", lambda name: 7),
+    "name_list": ("name", lambda name: [name]),
+    "name_missing": ("name", None),
+}
+
+
+def _misshape(call, fault):
+    """The call (a Responses item or a Chat `function`) with one field as the fault says."""
+    if fault not in SHAPES:
+        return call
+    key, change = SHAPES[fault]
+    call = dict(call)
+    if change is None:
+        del call[key]
+    else:
+        call[key] = change(call[key])
+    return call
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -153,9 +178,10 @@ class FakeServer:
         tools = body.get("tools") or []
         if tools and last.get("type") != "function_call_output":
             tool = tools[0]
-            output.append({"type": "function_call", "id": self._next_id("fc"), "call_id": self._next_id("call"),
-                           "name": tool["name"], "arguments": json.dumps(_fill(tool.get("parameters", {}))),
-                           "status": "completed"})
+            arguments = json.dumps(_fill(tool.get("parameters", {})))
+            item = {"type": "function_call", "id": self._next_id("fc"), "name": tool["name"],
+                    "call_id": self._next_id("call"), "arguments": arguments, "status": "completed"}
+            output.append(_misshape(item, fault))
         else:
             said = last.get("output") if last.get("type") == "function_call_output" else last.get("content")
             text = f"fake model heard: {said}"
@@ -185,9 +211,10 @@ class FakeServer:
         tools = body.get("tools") or []
         if tools and last.get("role") != "tool":
             fn = tools[0]["function"]
-            message = {"role": "assistant", "content": None, "tool_calls": [{
-                "id": self._next_id("call"), "type": "function",
-                "function": {"name": fn["name"], "arguments": json.dumps(_fill(fn.get("parameters", {})))}}]}
+            arguments = json.dumps(_fill(fn.get("parameters", {})))
+            function = _misshape({"name": fn["name"], "arguments": arguments}, fault)
+            message = {"role": "assistant", "content": None, "tool_calls": [
+                {"id": self._next_id("call"), "type": "function", "function": function}]}
             finish = "tool_calls"
         else:
             message, finish = {"role": "assistant", "content": f"fake model heard: {last.get('content')}"}, "stop"

@@ -326,6 +326,84 @@ def test_exactly_one_correction_per_run_even_after_a_good_call():
     check_pairing(result.messages)
 
 
+# ---------------------------------------------------------------- calls that are not text
+
+NOT_TEXT = [  # (name, arguments) as a local server or a custom model may send them
+    ("echo", {"text": "hi"}), ("echo", ["hi"]), ("echo", None), ("echo", 4), ("echo", True),
+    (["echo"], '{"text": "hi"}'), ({"name": "echo"}, '{"text": "hi"}'), (None, '{"text": "hi"}'),
+    (7, '{"text": "hi"}'), (None, None), ([1, {"a": None}], {"text": ["hi"]}),
+]
+LOOPS = {"run": run, "run_guarded": g.run_guarded}
+
+
+@pytest.mark.parametrize("name, arguments, problem", [
+    ("echo", {"text": "hi"}, "the arguments are a JSON object, not JSON text — send a string"),
+    ("echo", ["hi"], "the arguments are a JSON array, not JSON text"),
+    ("echo", None, "the arguments are null, not JSON text"),
+    ("echo", 4, "the arguments are a number, not JSON text"),
+    (["echo"], "{}", "the tool name is a JSON array, not text — call one of the tools"),
+    (True, "{}", "the tool name is a boolean, not text"),
+    (None, "{}", "the call has no tool name"),
+])
+def test_a_tool_call_keeps_every_field_text_and_says_what_was_wrong(name, arguments, problem):
+    sent = ToolCall(1, name, arguments)
+    assert all(isinstance(v, str) for v in (sent.id, sent.name, sent.arguments))
+    assert sent.problem.startswith(problem)
+    assert dataclasses.replace(sent, id="call_2").problem == sent.problem   # a copy too
+    assert ToolCall("call_1", "echo", '{"text": "hi"}').problem is None
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+@pytest.mark.parametrize("name, arguments", NOT_TEXT)
+def test_a_call_that_is_not_text_is_refused_as_malformed_and_the_run_goes_on(loop, name, arguments):
+    echo, ran = recorder()
+    model = ScriptedModel([raw_call(name, arguments), call("echo", text="hi"), say("hi")])
+    result = LOOPS[loop]("Echo hi.", model, [echo])
+    assert result.status == "completed" and ran == ["hi"]          # only the fixed call ran
+    refusal = json.loads(model.seen[1].messages[-1].content)
+    assert refusal["error"] == "malformed_call" and " — " in refusal["message"]
+    check_pairing(result.messages)
+    assert "malformed_call" in result.trace.text()
+
+
+@pytest.mark.parametrize("name, arguments", NOT_TEXT)
+def test_a_second_call_that_is_not_text_stops_the_guarded_run(name, arguments):
+    echo, ran = recorder()
+    model = ScriptedModel([raw_call(name, arguments), call("echo", text="ok"),
+                           raw_call(name, arguments), say("never")])
+    result = g.run_guarded("Echo.", model, [echo])
+    assert result.status == "parse_error" and ran == ["ok"] and "malformed_call" in result.next_step
+
+
+GUARDS = {  # every guard of the stage on its own, and all of them
+    "Budget": g.Budget, "Malformed": g.Malformed, "Repeats": g.Repeats,
+    "Secrets": lambda: g.Secrets(["canary-call-4f1d2c3b"]),
+    "Permissions": lambda: g.Permissions("high", approve=lambda c, t: True),
+    "Untrusted": g.Untrusted, "guards": g.guards,
+}
+
+
+@pytest.mark.parametrize("guard", GUARDS)
+@pytest.mark.parametrize("name, arguments", NOT_TEXT)
+def test_every_guard_copes_with_a_call_that_is_not_text(guard, name, arguments):
+    echo, ran = recorder()
+    model = ScriptedModel([raw_call(name, arguments), say("sorry")])
+    result = run("Echo hi.", model, [echo], guard=GUARDS[guard]())
+    assert result.status == "completed" and ran == []
+    assert json.loads(result.messages[3].content)["error"] == "malformed_call"
+    trace = result.trace                    # it renders every way it can
+    assert trace.text() and trace._repr_html_() and json.dumps([e.detail for e in trace.events])
+
+
+def test_a_secret_inside_arguments_that_are_not_text_never_shows():
+    echo, ran = recorder()
+    model = ScriptedModel([raw_call("echo", {"text": "canary-call-4f1d2c3b"}), say("sorry")])
+    result = g.run_guarded("Echo.", model, [echo], secrets=["canary-call-4f1d2c3b"])
+    shown = repr(result) + result.trace.text() + repr(result.messages) + repr(result.trace.events)
+    assert ran == [] and "canary-call-4f1d2c3b" not in shown
+    assert "[redacted]" in result.messages[2].tool_calls[0].arguments
+
+
 # ---------------------------------------------------------------- permissions and approval
 
 def office():
@@ -367,8 +445,10 @@ def test_the_approval_question_shows_every_argument_even_after_a_long_one():
                   body="line one\n  to: \"ana@example.com\"")
     question = g.approval_question(ToolCall("call_1", *hidden.calls[0]), office()[1][2])
     lines = question.splitlines()
-    assert lines[0] == "Allow send_email (high risk)?" and lines[-1] == "(yes/no)" and len(lines) == 5
+    assert lines[0] == "Allow send_email (high risk)?" and lines[-1] == "(yes/no)"
+    assert len(lines) == 6
     assert lines[2] == '  to: "audit@exfil.example"'                  # the recipient is not hidden
+    assert lines[4] == "  it sends data off the machine, to: exfil.example"     # declared egress
     assert "clipped" in lines[1] and "of 318 characters" in lines[1] and len(lines[1]) < 160
     assert "\\n" in lines[3]                       # a newline inside a value cannot fake another argument
     broken = g.approval_question(ToolCall("call_1", "send_email", '{"to": "a@b.example", "subject": '), office()[1][2])

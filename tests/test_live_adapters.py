@@ -1,7 +1,8 @@
 """The live adapters, end to end: the real openai SDK over HTTP to a fake server on 127.0.0.1.
 
 Covers a two-turn tool loop through both APIs, every fault a learner can hit mapped to one clear
-line by explain(), and a planted key that never appears in any message, repr or traceback.
+line by explain(), a planted key that never appears in any message, repr or traceback, and tool
+calls whose name or arguments a server sent as something other than text.
 """
 import json
 import socket
@@ -12,7 +13,9 @@ import pytest
 from fake_server import FakeServer
 from labkit import (ChatModel, ResponsesModel, ServiceError, UserError, connect, explain, tool_message,
                     user)
+from labkit import guardrails as g
 from labkit.config import OFFICIAL_BASE_URL
+from labkit.tools import get_weather
 
 PLANTED = "sk-planted-DO-NOT-LEAK-0123456789abcdefXYZ"
 WEATHER = {"name": "get_weather", "description": "Weather for a city (teaching data).",
@@ -209,3 +212,47 @@ def test_max_output_tokens_caps_replies_on_the_server(server, cls, field):
     model.respond([user("hi")])
     assert server.requests[-1]["body"][field] == 64
     assert field not in make(cls, server).request_preview([user("hi")])
+
+
+# ---------------------------------------------------------------- tool calls that are not text
+
+SHAPES = [  # fault, the call the adapter reads (name, arguments), words of its problem (None: none)
+    ("arguments_object", "get_weather", '{"city": "Paris"}', None),
+    ("arguments_list", "get_weather", '["Paris"]', None),
+    ("arguments_missing", "get_weather", "{}", None),
+    ("name_number", "7", '{"city": "Paris"}', "the tool name is a number, not text"),
+    ("name_list", '["get_weather"]', '{"city": "Paris"}', "the tool name is a JSON array"),
+    ("name_missing", "", '{"city": "Paris"}', "the call has no tool name"),
+]
+
+
+@pytest.mark.parametrize("cls", [ResponsesModel, ChatModel])
+@pytest.mark.parametrize("fault, name, arguments, problem", SHAPES)
+def test_adapters_make_arguments_text_and_mark_a_name_they_cannot_read(server, cls, fault, name,
+                                                                       arguments, problem):
+    server.fail_next(fault)
+    [got] = make(cls, server).respond([user("Weather in Paris?")], [WEATHER]).tool_calls
+    assert (got.name, got.arguments) == (name, arguments)
+    assert got.problem is None if problem is None else problem in got.problem
+
+
+OUTCOMES = [  # fault, the error the call's result carries (None: the tool ran)
+    ("arguments_object", None), ("arguments_list", "invalid_json"),
+    ("arguments_missing", "invalid_arguments"), ("name_number", "malformed_call"),
+    ("name_list", "malformed_call"), ("name_missing", "malformed_call"),
+]
+
+
+@pytest.mark.parametrize("cls", [ResponsesModel, ChatModel])
+@pytest.mark.parametrize("fault, error", OUTCOMES)
+def test_a_guarded_run_over_the_sdk_runs_or_refuses_such_calls(server, cls, fault, error):
+    server.fail_next(fault)
+    result = g.run_guarded("Weather in Paris?", make(cls, server), [get_weather])
+    assert result.status == "completed" and result.answer.startswith("fake model heard")
+    assert json.loads(result.messages[3].content).get("error") == error
+    sent = server.requests[-1]["body"]        # the history went back with every field as text
+    if cls is ResponsesModel:
+        [call] = [item for item in sent["input"] if item.get("type") == "function_call"]
+    else:
+        call = sent["messages"][2]["tool_calls"][0]["function"]
+    assert isinstance(call["name"], str) and isinstance(call["arguments"], str)

@@ -130,3 +130,21 @@ def test_notebook_runs_live_against_a_local_server(path):
 def test_setup_notebook_runs_live_over_chat_completions():
     outputs, requests = run_live(ROOT / "notebooks" / "01_setup.ipynb", "chat")
     assert any(r["path"].endswith("/chat/completions") for r in requests)
+
+
+def test_05_runs_in_the_order_its_text_describes():
+    """A Markdown cell ending in ':' is followed by the cell it introduces; the cell promising the
+    detector's warning shows it; no cell starts or ends with a blank line."""
+    cells = json.loads((ROOT / "notebooks" / "05_guardrails.ipynb").read_text())["cells"]
+    text = ["".join(c["source"]) for c in cells]
+    for i, source in enumerate(text[:-1]):
+        if cells[i]["cell_type"] == "markdown" and source.rstrip().endswith(":"):
+            assert cells[i + 1]["cell_type"] == "code", f"cell {i} introduces a Markdown cell"
+    for i, source in enumerate(text):
+        rows = source.split("\n")
+        assert rows[0].strip() and rows[-1].strip(), f"cell {i} has a blank first or last line"
+    promised = next(i for i, s in enumerate(text) if "with the detector's warning" in s)
+    shown = output_text(cells[promised + 1]["outputs"][0])
+    assert '"warning": "this looks like a prompt injection' in shown
+    claimed = next(i for i, s in enumerate(text) if s.startswith("0 overshoot, checked rather"))
+    assert "tokens: spent" in output_text(cells[claimed + 1]["outputs"][0])
