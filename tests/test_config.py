@@ -1,6 +1,10 @@
 """Settings, the switch, key hygiene, explain() and doctor()."""
 import pytest
 
+import subprocess
+import sys
+from pathlib import Path
+
 from labkit import UserError, connect, doctor, explain, load_settings, redact
 from labkit.config import DEFAULT_MODEL, OFFICIAL_BASE_URL, key_problem
 
@@ -235,3 +239,50 @@ def test_doctor_names_an_ignored_openai_base_url(capsys, monkeypatch):
     doctor()
     assert "ignored     OPENAI_BASE_URL" in capsys.readouterr().out
 
+
+# ---------------------------------------------------------------- 01_setup as a learner runs it
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = (ROOT / ".env.example").read_text()
+LEARNERS = {  # name: (the learner's shell, their .env or None for none)
+    ".env copied from .env.example": ({}, EXAMPLE),
+    "no .env, a key and a stray OPENAI_BASE_URL in the shell":
+        ({"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": "http://old-proxy.example/v1"}, None),
+    "the key filled into .env": ({}, EXAMPLE.replace("API_KEY=\n", f"API_KEY={KEY}\n", 1)),
+    "a quoted key in the shell, .env present": ({"OPENAI_API_KEY": f"'{KEY}'"}, EXAMPLE),
+}
+
+
+@pytest.mark.parametrize("shell, dotenv", LEARNERS.values(), ids=LEARNERS.keys())
+def test_setup_notebook_run_and_saved_by_a_learner_still_passes(tmp_path, shell, dotenv):
+    """Run 01_setup in a kernel with the learner's environment (no LABKIT_ENV_FILE), save it, then
+    check it as `make test` does: strict nbval with the project's sanitize file, and hygiene."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    from offline_env import offline_environ
+    from test_notebooks import problems
+
+    if dotenv is None and (ROOT / ".env").exists():
+        pytest.skip("a .env at the repository root would be read: this case needs none")
+    assert dotenv is None or "OPENAI_API_KEY=" in dotenv
+    folder = tmp_path / "notebooks"                      # where JupyterLab runs it: notebooks/
+    folder.mkdir()
+    if dotenv is not None:
+        (tmp_path / ".env").write_text(dotenv)
+    test_env = offline_environ()
+    learner = {k: v for k, v in test_env.items() if k not in ("LABKIT_ENV_FILE", "LABKIT_MODE")}
+    nb = nbformat.read(ROOT / "notebooks" / "01_setup.ipynb", as_version=4)
+    NotebookClient(nb, timeout=300, kernel_name="python3", record_timing=False,
+                   resources={"metadata": {"path": str(folder)}}).execute(env={**learner, **shell})
+    saved = folder / "01_setup.ipynb"
+    nbformat.write(nb, saved)
+    report = "".join(nb.cells[4].outputs[0]["text"])
+    assert ("  .env        .env\n" if dotenv else "  .env        none found") in report  # theirs
+    assert problems(nbformat.read(saved, as_version=4)) == []
+    command = [sys.executable, "-m", "pytest", "-q", "-c", str(ROOT / "pyproject.toml"),
+               "--rootdir", str(tmp_path),
+               "--nbval-sanitize-with", str(ROOT / "tests" / "sanitize.cfg")]
+    checked = subprocess.run([*command, str(saved)], cwd=ROOT, env=test_env, capture_output=True,
+                             text=True, timeout=600)
+    assert checked.returncode == 0, checked.stdout[-3000:]
