@@ -18,7 +18,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .config import REPO_ROOT, describe_failure, key_problem, load_settings, redact
+from .config import REPO_ROOT, call_service, load_settings
 from .errors import UserError
 
 MINILM_NAME = "sentence-transformers/all-MiniLM-L6-v2"
@@ -105,27 +105,25 @@ class OpenAIEmbedder:
 
     def __init__(self, model="text-embedding-3-small", settings=None, batch_size=256):
         s = settings or load_settings(mode="live")
-        problem = key_problem(s.api_key, s.official, s.key_name)
+        problem = s.key_problem()
         if problem:
             raise UserError(problem)
         import openai
         self.name, self.base_url, self.timeout, self.batch_size = model, s.base_url, s.timeout, batch_size
         self.identity = f"{model}@{s.base_url}"
         self.dim = None                                  # known after the first call
-        self._secrets = (s.api_key,) if s.api_key else ()
+        self.key_source = s.key_source                   # where the key was set, for a 401's fix
         self._client = openai.OpenAI(api_key=s.api_key or "no-key-needed", base_url=s.base_url,
                                      timeout=s.timeout, max_retries=s.max_retries)
 
     def embed(self, texts):
         rows = []
         for first in range(0, len(texts), self.batch_size):
-            try:
-                # float, not the SDK's default base64: local OpenAI-compatible servers understand it
-                response = self._client.embeddings.create(model=self.name, encoding_format="float",
-                                                          input=list(texts[first:first + self.batch_size]))
-            except Exception as exc:                     # subtle: re-raised without the SDK's traceback
-                cls, message = describe_failure(exc, self.name, self.base_url, self.timeout)
-                raise cls(redact(message, self._secrets)) from None
+            # float, not the SDK's default base64: local OpenAI-compatible servers understand it
+            batch = list(texts[first:first + self.batch_size])
+            response = call_service(lambda: self._client.embeddings.create(
+                model=self.name, encoding_format="float", input=batch),
+                self.name, self.base_url, self.timeout, self.key_source, (self._client.api_key,))
             rows += [item.embedding for item in sorted(response.data, key=lambda item: item.index)]
         vectors = torch.tensor(rows, dtype=torch.float32).reshape(len(rows), -1)
         self.dim = vectors.shape[1]

@@ -10,12 +10,19 @@ Built in 01_setup. The name of an error tells the reader who has to act:
     ├── BudgetExceeded        a turn, call, token or cost budget ran out: the run stops cleanly
     └── GuardrailTripped      a guardrail stopped the run (repeat, permission, injection, ...)
 
-Every message is one line, "what happened — what to do", and never contains a key.
+Every message is one line, "what happened — what to do", and never contains a key: the
+constructor scrubs its arguments with labkit.config.redact (every configured key, anything
+key-like). An error that replaces another is raised outside the `except` block that caught it, so
+the original (which may quote a key) is not its __context__ (see labkit.config.call_service).
 """
 
 
 class LabkitError(Exception):
     """Base class: something labkit detected and can explain in one line."""
+
+    def __init__(self, *args):
+        from .config import redact           # subtle: imported here, as config imports this module
+        super().__init__(*(redact(arg) for arg in args))
 
 
 class UserError(LabkitError):

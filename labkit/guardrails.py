@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 from fractions import Fraction
 from urllib.parse import urlsplit
 
-from .config import DEFAULT_MODEL, REPO_ROOT, redact
+from .config import DEFAULT_MODEL, REPO_ROOT, SHORT_KEY, configured_keys, redact, secret_pattern
 from .errors import LabkitError, ServiceError, UserError
 from .loop import DEFAULT_SYSTEM, Decision, Guard, run
 from .models import ScriptedModel, Step, ToolCall, Usage, as_tool_spec, call, estimate_tokens, say
@@ -499,13 +499,18 @@ class Secrets(Guard):
     """Known secrets never reach a tool's arguments, the model's view of results, or anything shown.
 
     `secrets` are exact strings (at least 6 characters), matched case-insensitively; the
-    environment's secret-looking variables are added. Arguments are checked raw, parsed, and with
+    environment's secret-looking variables are added, and every configured key (shell or .env, any
+    length: the same exact-text rule as labkit.redact). Arguments are checked raw, parsed, and with
     every two string values joined (a secret split over `subject` and `body`). NOT caught: secrets
     encoded, paraphrased, or cut into three or more pieces out of order.
     """
 
     def __init__(self, secrets=(), environ=None):
-        found = {s for s in [*secrets, *secrets_from_env(environ)] if isinstance(s, str) and len(s) >= 6}
+        self.keys = configured_keys(environ)                 # exact text, whatever their length
+        self.exact = secret_pattern(self.keys)
+        long_keys = [k for k in self.keys if len(k) >= SHORT_KEY]   # as secrets_from_env finds them
+        found = {s for s in [*secrets, *secrets_from_env(environ), *long_keys]
+                 if isinstance(s, str) and len(s) >= 6}
         ordered = sorted(found, key=len, reverse=True)       # longest first, so no partial leftovers
         self.pattern = re.compile("|".join(map(re.escape, ordered)), re.IGNORECASE) if ordered else None
         # subtle: trace lines are clipped before anyone scrubs them, so a secret may end cut off at "..."
@@ -515,7 +520,7 @@ class Secrets(Guard):
     def scrub(self, value):
         """The value with every secret (and anything key-like) replaced by [redacted]; dicts and lists too."""
         if isinstance(value, str):
-            value = redact(value)
+            value = redact(value, self.keys)
             value = self.pattern.sub("[redacted]", value) if self.pattern else value
             return self.cut.sub("[redacted]", value) if self.cut else value
         if isinstance(value, dict):   # subtle: keys too — a tool may return {secret: ...}
@@ -533,7 +538,7 @@ class Secrets(Guard):
             values = []
         pairs = values[:40]           # a secret split in two, in any order (bounded: 40 strings, 1,600 pairs)
         texts = [call.arguments, "".join(values), *values, *(a + b for a in pairs for b in pairs)]
-        if self.pattern and any(self.pattern.search(t) for t in texts):
+        if any(p and p.search(t) for p in (self.pattern, self.exact) for t in texts):
             return Decision("refuse", "secret_in_arguments", f"the arguments of {call.name} contain a secret — it "
                             "was not run; never pass secrets to a tool")
         return None
@@ -728,14 +733,17 @@ def run_guarded(task, model, tools, *, budget=None, max_risk="low", approve=None
     capped = hasattr(model, "max_output_tokens") and (previous or 10**9) > budget.max_output_tokens
     if capped:
         model.max_output_tokens = budget.max_output_tokens   # the server enforces what the budget reserves
+    failure = None
     try:
         result = run(task, model, registry, budget.max_turns, budget.max_calls, system, history, guard, clock)
         budget.settle(result)         # may call watch(), which may raise too
     except Exception as exc:          # subtle: an error is an output too — its args, str(), notes and chain
-        raise _scrubbed_error(exc, hidden) from None
+        failure = _scrubbed_error(exc, hidden)
     finally:
         if capped:
             model.max_output_tokens = previous   # the caller's model is theirs: leave it as it was
+    if failure is not None:           # raised out here, so the original is not even its __context__
+        raise failure from None
     return hidden.scrub_result(result)
 
 

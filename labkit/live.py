@@ -4,14 +4,15 @@ Built in 01_setup. `ResponsesModel` (Responses API, store=False, the default) an
 (Chat Completions, what most OpenAI-compatible local servers speak) return the same Reply as the
 scripted model. `connect()` picks a model from the settings; `request_preview()` shows the exact
 JSON body live mode would POST, computed offline. Every SDK failure becomes a labkit error whose
-message is one line and never contains the key.
+message is one line and never contains the key; the key itself lives only in the SDK client.
 
 Deliberately left out: streaming, images and audio, structured outputs, async, automatic retries.
 """
 import json
 
-from .config import (DEFAULT_MODEL, OFFICIAL_BASE_URL, TIMEOUT_SECONDS, describe_failure, key_problem,
-                     load_settings, redact)
+from .config import (DEFAULT_MODEL, OFFICIAL_BASE_URL, TIMEOUT_SECONDS, call_service,
+                     checked_retries, checked_timeout, key_problem, load_settings, redact,
+                     shown_url)
 from .errors import ServiceError, UserError
 from .models import Reply, ScriptedModel, ToolCall, Usage, as_tool_spec, check_pairing
 
@@ -122,30 +123,31 @@ class _LiveModel:
     """What both adapters share: settings, sending, turning SDK failures into labkit errors."""
 
     def __init__(self, model=DEFAULT_MODEL, *, api_key=None, base_url=OFFICIAL_BASE_URL,
-                 timeout=TIMEOUT_SECONDS, max_retries=0, key_name="OPENAI_API_KEY", max_output_tokens=None):
-        problem = key_problem(api_key, official=base_url == OFFICIAL_BASE_URL, key_name=key_name)
+                 timeout=TIMEOUT_SECONDS, max_retries=0, key_name="OPENAI_API_KEY", key_source=None,
+                 max_output_tokens=None):
+        problem = key_problem(api_key, base_url == OFFICIAL_BASE_URL, key_name, key_source)
         if problem:
             raise UserError(problem)
+        timeout, max_retries = checked_timeout(timeout), checked_retries(max_retries)
         import openai
-        self.model, self.base_url, self.timeout = model, base_url, timeout
+        # the URL as shown (a password in it masked); the client keeps the real one, and the key
+        self.model, self.base_url, self.timeout = model, shown_url(base_url), timeout
+        self.key_source = key_source            # where the key was set, for a 401's fix
         self.max_output_tokens = max_output_tokens  # a server-side cap on each reply; None: the server's default
         self.usage = Usage()                    # sums only what the server reported
         self.unreported_turns = 0               # replies that came without usage
-        self._secrets = (api_key,) if api_key else ()
         # subtle: base_url is always passed, so the SDK never reads a stray OPENAI_BASE_URL
         self._client = openai.OpenAI(api_key=api_key or "no-key-needed", base_url=base_url,
                                      timeout=timeout, max_retries=max_retries)
 
+    def _redact(self, text):
+        """text without this model's key (which need not be a configured one)."""
+        return redact(text, (self._client.api_key,))
+
     def respond(self, messages, tools=()):
         body = self.request_preview(messages, tools)
-        try:
-            raw = self._send(body)
-        except Exception as exc:                # subtle: re-raised without the SDK's traceback
-            cls, message = describe_failure(exc, self.model, self.base_url, self.timeout)
-            error = cls(redact(message, self._secrets))
-            if isinstance(error, ServiceError):
-                error.status = getattr(exc, "status_code", None)
-            raise error from None
+        raw = call_service(lambda: self._send(body), self.model, self.base_url, self.timeout,
+                           self.key_source, (self._client.api_key,))
         if isinstance(raw, str):                # the SDK hands back text when the body was not JSON
             raise ServiceError(f"bad response: {self.base_url} answered with a web page or plain text, "
                                "not JSON — the base URL must be the API root (usually ending in /v1)")
@@ -186,7 +188,7 @@ class ResponsesModel(_LiveModel):
 
     def _parse(self, data):
         if data.get("status") == "failed" or data.get("error"):
-            message = redact((data.get("error") or {}).get("message", "no message"), self._secrets)
+            message = self._redact((data.get("error") or {}).get("message", "no message"))
             raise ServiceError(f"the response failed on the server ({message}) — try again")
         text, calls = read_output(data.get("output") or [])
         reasoning = [{k: item[k] for k in ("type", "id", "summary", "encrypted_content") if k in item}
@@ -239,12 +241,13 @@ def connect(mode=None, script=(), max_output_tokens=None):
     s = load_settings(mode)
     if s.mode == "offline":
         return ScriptedModel(script)
-    problem = key_problem(s.api_key, s.official, s.key_name)
+    problem = s.key_problem()
     if problem:
         raise UserError(problem)
     cls = ResponsesModel if s.api == "responses" else ChatModel
     return cls(s.model, api_key=s.api_key, base_url=s.base_url, timeout=s.timeout,
-               max_retries=s.max_retries, key_name=s.key_name, max_output_tokens=max_output_tokens)
+               max_retries=s.max_retries, key_name=s.key_name, key_source=s.key_source,
+               max_output_tokens=max_output_tokens)
 
 
 def describe(model):

@@ -256,3 +256,33 @@ def test_a_guarded_run_over_the_sdk_runs_or_refuses_such_calls(server, cls, faul
     else:
         call = sent["messages"][2]["tool_calls"][0]["function"]
     assert isinstance(call["name"], str) and isinstance(call["arguments"], str)
+
+
+@pytest.mark.parametrize("place, words", [
+    ("shell", "LABKIT_API_KEY is set in the shell"),
+    (".env", "put a valid key in .env line 2 as LABKIT_API_KEY"),
+])
+def test_a_rejected_key_is_blamed_where_it_was_set(server, tmp_path, monkeypatch, place, words):
+    for name, value in {"LABKIT_MODE": "live", "LABKIT_BASE_URL": server.url,
+                        "LABKIT_API": "chat"}.items():
+        monkeypatch.setenv(name, value)
+    if place == "shell":
+        monkeypatch.setenv("LABKIT_API_KEY", PLANTED)
+    else:
+        (tmp_path / ".env").write_text(f"LABKIT_MODE=live\nLABKIT_API_KEY={PLANTED}\n")
+        monkeypatch.setenv("LABKIT_ENV_FILE", str(tmp_path / ".env"))
+    model = connect()
+    server.fail_next("401")
+    with pytest.raises(UserError) as caught:
+        model.respond([user("hi")])
+    assert words in explain(caught.value) and PLANTED not in everything_said(caught.value)
+
+
+@pytest.mark.parametrize("option, value", [
+    ("timeout", 0), ("timeout", -1.5), ("timeout", float("nan")), ("timeout", "soon"),
+    ("max_retries", -1), ("max_retries", 1.5),
+])
+def test_a_live_model_refuses_limits_that_cannot_work(option, value):
+    with pytest.raises(UserError, match=f"{option}=") as caught:
+        ChatModel(base_url="http://127.0.0.1:9/v1", **{option: value})
+    assert " — " in str(caught.value)
