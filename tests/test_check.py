@@ -1,10 +1,11 @@
 """The hands-on checker: one line per case, hints, no tracebacks; every reference passes."""
 import importlib.util
+from inspect import signature
 
 import pytest
 
 from labkit import UserError, check
-from labkit.check import TASK_MODULES, Case, Task, load_task
+from labkit.check import TASK_MODULES, Case, Task, load_task, signature_problem
 
 SQUARE = Task("square a number", [
     Case("two", (2,), 4, "multiply x by itself"),
@@ -33,6 +34,83 @@ def test_an_exception_is_one_line_not_a_traceback(capsys):
     result = check(broken, SQUARE)
     out = capsys.readouterr().out
     assert result.passed == 0 and "raised KeyError: 'missing'" in out and "Traceback" not in out
+
+
+@pytest.mark.parametrize("fn, why", [
+    (lambda x, y: x * y, "missing a required argument: 'y'"),
+    (lambda: 4, "too many positional arguments"),
+    (lambda *, x: x * x, "too many positional arguments"),
+])
+def test_wrong_parameters_are_said_once_with_the_expected_ones(capsys, fn, why):
+    result = check(fn, SQUARE)
+    lines = capsys.readouterr().out.splitlines()
+    assert not result and result.passed == 0
+    assert [line for line in lines if "FAIL" in line] == [
+        f"  FAIL  <lambda>{signature(fn)} cannot be called the way the cases call it ({why})"]
+    assert lines[-2:] == ["        hint: give your function the parameters (x), then run this cell again",
+                          "0/3 passed — no case could run"]
+
+
+@pytest.mark.parametrize("notebook", sorted(TASK_MODULES))
+def test_every_task_names_its_parameters_when_a_function_takes_none(notebook, capsys):
+    result = check(lambda: None, notebook)
+    out = capsys.readouterr().out
+    assert out.count("FAIL") == 1 and out.count("hint:") == 1 and result.passed == 0
+    assert signature_problem(load_task(notebook).reference, notebook) is None
+
+
+def test_a_keyword_the_function_lacks_is_a_parameter_problem(capsys):
+    task = Task("scale", [Case("default", (2,), 2), Case("factor", (2,), 6, kwargs={"factor": 3})],
+                reference=lambda x, factor=1: x * factor)
+    check(lambda x: x, task)
+    out = capsys.readouterr().out
+    assert "unexpected keyword argument 'factor'" in out and "the parameters (x, factor=1)" in out
+    assert "1. default" not in out                    # no case runs until the parameters fit
+
+
+def test_a_crash_gets_a_hint_about_the_crash_not_the_value_rule(capsys):
+    def crashes(x):
+        return {}["missing"]
+    check(crashes, SQUARE)
+    out = capsys.readouterr().out
+    assert "FAIL  1. two: raised KeyError: 'missing'" in out
+    assert "hint: it should return 4 here: fix the line that raises KeyError first" in out
+    assert "multiply x by itself" not in out
+
+
+def test_a_case_can_say_what_a_typical_crash_means(capsys):
+    task = Task("first item", [Case("empty", ([],), None, "return None for an empty list",
+                                    crash_hint="an empty list has no [0]: check `if not xs` first")],
+                reference=lambda xs: xs[0] if xs else None)
+    check(lambda xs: xs[0], task)
+    out = capsys.readouterr().out
+    assert "raised IndexError: list index out of range" in out
+    assert "hint: an empty list has no [0]: check `if not xs` first" in out
+
+
+def test_the_wrong_exception_says_which_one_was_expected(capsys):
+    def wrong_error(x):
+        if not isinstance(x, int):
+            raise ValueError("not a number")
+        return x * x
+    check(wrong_error, SQUARE)
+    out = capsys.readouterr().out
+    assert "FAIL  3. not a number: raised ValueError: not a number, but should raise TypeError" in out
+    assert "hint: let Python raise TypeError" in out
+
+
+def test_returning_none_is_named_as_a_missing_return(capsys):
+    def forgets(x):
+        x * x
+    check(forgets, SQUARE)
+    out = capsys.readouterr().out
+    assert "FAIL  1. two: expected 4, got None" in out
+    assert "hint: your function returned None: end every path with `return ...`" in out
+
+
+def test_check_wants_the_function_not_its_result():
+    with pytest.raises(UserError, match="pass my_function, not my_function"):
+        check((lambda x: x * x)(2), SQUARE)
 
 
 def test_learner_cannot_mutate_the_hidden_cases():
