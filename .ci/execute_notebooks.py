@@ -14,6 +14,7 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+from nbconvert.preprocessors import CoalesceStreamsPreprocessor
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -31,7 +32,9 @@ def installed_kernelspec(name="python3"):
 
 
 def clean(nb):
-    """Drop what execution adds that no reader needs: widget state, timing, a widget's random id."""
+    """Drop what execution adds that no reader needs: widget state, timing, a widget's random id,
+    and the splits of printed text at the moments the kernel happened to flush."""
+    nb, _ = CoalesceStreamsPreprocessor().preprocess(nb, {})
     nb.metadata.pop("widgets", None)
     for cell in nb.cells:
         for key in ("execution", "collapsed", "scrolled", "ExecuteTime"):

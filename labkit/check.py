@@ -36,6 +36,7 @@ class Case:
     raises: type | None = None            # an exception type expected instead of a value
     kwargs: dict = field(default_factory=dict)
     crash_hint: str = ""                  # shown when the function raises where it should return
+    compare: object = None                # this case's (got, expected) -> bool, if not the task's
 
 
 @dataclass
@@ -44,6 +45,7 @@ class Task:
     cases: list
     reference: object                     # the reference solution (a function in labkit)
     compare: object = None                # (got, expected) -> bool; defaults to ==
+    diagnose: object = None               # (got, expected) -> a hint for this wrong value, or None
 
 
 @dataclass
@@ -113,7 +115,7 @@ def signature_problem(fn, task):
     return None
 
 
-def run_case(fn, case, compare):
+def run_case(fn, case, compare, diagnose=None):
     """Run one case: None when it passes, else a Failure whose hint fits what went wrong.
 
     Example: run_case(lambda x: x + x, Case("negative", (-3,), 9, "..."), operator.eq).problem
@@ -132,10 +134,11 @@ def run_case(fn, case, compare):
             f"{type(exc).__name__} first"))
     if case.raises:
         return Failure(f"returned {_short(got)} but should raise {case.raises.__name__}", case.hint)
-    if not compare(got, case.expected):
-        hint = case.hint
+    if not (case.compare or compare)(got, case.expected):
         if got is None:                   # the commonest slip: a path with no return
             hint = "your function returned None: end every path with `return ...`"
+        else:                             # the task may know better what this wrong value means
+            hint = (diagnose and diagnose(got, case.expected)) or case.hint
         return Failure(f"expected {_short(case.expected)}, got {_short(got)}", hint)
     return None
 
@@ -156,11 +159,16 @@ def check(fn, task, quiet=False):
         lines += [f"  FAIL  {wrong_parameters.problem}", f"        hint: {wrong_parameters.hint}",
                   f"0/{total} passed — no case could run"]
     else:
+        first_with = {}                   # hint -> the case that showed it first
         for number, case in enumerate(task.cases, 1):
-            failure = run_case(fn, case, compare)
+            failure = run_case(fn, case, compare, task.diagnose)
             passed += failure is None
-            lines.append(f"  ok    {number}. {case.name}" if failure is None else
-                         f"  FAIL  {number}. {case.name}: {failure.problem}\n        hint: {failure.hint}")
+            if failure is None:
+                lines.append(f"  ok    {number}. {case.name}")
+                continue
+            hint = first_with.setdefault(failure.hint, number)
+            hint = failure.hint if hint == number else f"as for case {hint}"
+            lines.append(f"  FAIL  {number}. {case.name}: {failure.problem}\n        hint: {hint}")
         lines.append(f"{passed}/{total} passed" + ("" if passed == total else
                      " — read the hints above, change your function, and run this cell again"))
     if not quiet:

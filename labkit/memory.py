@@ -641,6 +641,10 @@ def _task():
 
     def bad(**changes):
         return ({k: v for k, v in {**good, **changes}.items() if v is not ...},)
+
+    def extra_names(got, expected):       # the case's hint is about a missing name, not an extra one
+        extra = sorted(set(got) - set(expected)) if isinstance(got, (list, tuple, set, dict)) else []
+        return f"{', '.join(extra)} is fine in this record: flag only what is wrong" if extra else None
     return Task("validate a memory record for a writing assistant: return the names of the wrong fields", [
         Case("a good record has no problems", (dict(good),), [], "return [] (or {}) when every field is fine"),
         Case("not confirmed by the user", bad(confirmed=False), ["confirmed"],
@@ -664,7 +668,7 @@ def _task():
         Case("an empty tenant", bad(tenant=""), ["tenant"], "every memory belongs to someone: tenant is required"),
         Case("three problems at once", bad(kind="mood", importance=-1, confirmed=False),
              ["confirmed", "importance", "kind"], "report every problem, not only the first one"),
-    ], reference=record_problems,
+    ], reference=record_problems, diagnose=extra_names,
         compare=lambda got, expected: isinstance(got, (list, tuple, set, dict)) and sorted(got) == expected)
 
 

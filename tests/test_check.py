@@ -108,6 +108,43 @@ def test_returning_none_is_named_as_a_missing_return(capsys):
     assert "hint: your function returned None: end every path with `return ...`" in out
 
 
+def test_a_hint_shown_already_is_not_repeated(capsys):
+    check(lambda x: None, SQUARE)
+    out = capsys.readouterr().out
+    assert out.count("your function returned None") == 1 and "FAIL  2. negative: expected 9, got None\n" \
+        "        hint: as for case 1" in out
+
+
+def test_a_task_can_say_what_a_wrong_value_means(capsys):
+    task = Task("sorted copy", [Case("three", ([3, 1, 2],), [1, 2, 3], "sort ascending")],
+                reference=sorted,
+                diagnose=lambda got, expected: "right items, wrong order" if sorted(got) == expected else None)
+    check(lambda xs: xs, task)
+    assert "hint: right items, wrong order" in capsys.readouterr().out
+    check(lambda xs: [1], task)
+    assert "hint: sort ascending" in capsys.readouterr().out
+
+
+def test_a_case_can_compare_only_what_it_tests():
+    names_only = lambda got, expected: [n for n, _ in got] == [n for n, _ in expected]   # noqa: E731
+    task = Task("rank", [Case("order", (["b", "a"],), [("b", 1), ("a", 2)], "keep the order",
+                              compare=names_only),
+                         Case("ranks", (["b", "a"],), [("b", 1), ("a", 2)], "rank from 1")],
+                reference=lambda names: [(n, r) for r, n in enumerate(names, 1)])
+    result = check(lambda names: [(n, r) for r, n in enumerate(names)], task, quiet=True)
+    assert result.lines[1:3] == ["  ok    1. order", "  FAIL  2. ranks: expected [('b', 1), ('a', 2)], "
+                                 "got [('b', 0), ('a', 1)]\n        hint: rank from 1"]
+
+
+def test_the_memory_task_says_an_extra_name_is_not_a_missing_one(capsys):
+    def flags_too_much(record):
+        return ["confirmed", "kind"] if record.get("confirmed") is not True else []
+    check(flags_too_much, "03_memory")
+    out = capsys.readouterr().out
+    assert "FAIL  2. not confirmed by the user: expected ['confirmed'], got ['confirmed', 'kind']\n" \
+        "        hint: kind is fine in this record: flag only what is wrong" in out
+
+
 def test_check_wants_the_function_not_its_result():
     with pytest.raises(UserError, match="pass my_function, not my_function"):
         check((lambda x: x * x)(2), SQUARE)

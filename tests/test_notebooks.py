@@ -177,6 +177,17 @@ def test_markdown_check_accepts_markdown_that_renders(markdown):
     assert markdown_problems(markdown) == []
 
 
+def test_saved_outputs_keep_printed_text_whole_and_no_widget_id():
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("...", outputs=[
+        nbformat.v4.new_output("stream", name="stdout", text="first line\n"),
+        nbformat.v4.new_output("stream", name="stdout", text="second line\n"),
+        nbformat.v4.new_output("execute_result", execution_count=1, data={
+            "text/plain": "stepper: 1 event", execute_notebooks.WIDGET_VIEW: {"model_id": "4f1c"}})])])
+    printed, shown = execute_notebooks.clean(nb).cells[0].outputs
+    assert printed.text == "first line\nsecond line\n"          # however the kernel flushed it
+    assert shown.data == {"text/plain": "stepper: 1 event"}
+
+
 def test_a_stepper_in_a_static_export_shows_the_trace_as_text(tmp_path):
     """Executed the way committed notebooks are, then exported to HTML: the trace is readable."""
     from nbconvert import HTMLExporter

@@ -202,6 +202,16 @@ def test_the_hands_on_task_reference_passes_and_a_wrong_rrf_fails():
     assert not result and result.passed == result.total - 1
 
 
+def test_the_tie_cases_test_the_order_alone(capsys):
+    def ranks_from_zero(rankings, k=60):              # wrong scores, right order
+        return [(item, score * 1.01) for item, score in rrf(rankings, k)]
+    result = check(ranks_from_zero, "06_rag")
+    out = capsys.readouterr().out
+    assert "ok    5. ties go to the id seen first" in out and "ok    6. ties when the first" in out
+    assert "FAIL  1. one ranking keeps its order" in out and "with rank starting at 1" in out
+    assert result.passed == 3                         # the two tie cases and "no rankings"
+
+
 @pytest.mark.parametrize("reverse", [False, True], ids=["ids ascending", "ids descending"])
 def test_the_hands_on_task_catches_ties_sorted_by_id_in_either_order(reverse):
     def ties_by_id(rankings, k=60):     # right scores; equal scores ordered by the ids themselves
