@@ -24,7 +24,8 @@ WHICH_PY := import sys; print(sys.version.split()[0], sys.base_prefix)
 OLD_PY   := import sys; sys.exit(sys.version_info < tuple(map(int, "$(PY_MIN)".split("."))))
 # .venv is ready when its install finished and its Python is still the one that did it (not a
 # Python removed or replaced since); otherwise the stamp rule below runs again.
-READY   := $(shell test -f $(STAMP) && $(BIN)/python -c '$(WHICH_PY)' 2>/dev/null | cmp -s - $(STAMP) && echo yes)
+READY   := $(shell test -f $(STAMP) && $(BIN)/python -c '$(WHICH_PY)' 2>/dev/null \
+             | cmp -s - $(STAMP) && echo yes)
 
 .PHONY: lab test notebooks lock bench clean-venv venv-not-ready
 
@@ -47,7 +48,8 @@ $(STAMP): requirements-lock.txt pyproject.toml $(if $(READY),,venv-not-ready)
 	$(BIN)/python -m pip install --quiet -r requirements-lock.txt && \
 	$(BIN)/python -m pip install --quiet --no-deps -e . || { \
 	  echo "The install into $(VENV) did not finish (the error is above). Fix its cause and run"; \
-	  echo "make $(or $(MAKECMDGOALS),lab) again: it resumes. To start over: make clean-venv"; exit 1; }
+	  echo "make $(or $(MAKECMDGOALS),lab) again: it resumes. To start over: make clean-venv"; \
+	  exit 1; }
 	@$(BIN)/python -c '$(WHICH_PY)' > $(STAMP)
 
 venv-not-ready:

@@ -32,7 +32,7 @@ class Case:
     name: str                             # what this case is about, shown to the learner
     args: tuple = ()
     expected: object = None               # the value the function should return
-    hint: str = ""                        # the rule this case tests: shown when the outcome is wrong
+    hint: str = ""                        # the rule this case tests: shown for a wrong outcome
     raises: type | None = None            # an exception type expected instead of a value
     kwargs: dict = field(default_factory=dict)
     crash_hint: str = ""                  # shown when the function raises where it should return
@@ -78,13 +78,21 @@ def _raised(exc):
 
 
 def _parameters(fn):
-    """`(rankings, k=60)`: the parameters of `fn` without annotations, or None if Python cannot tell."""
+    """`(rankings, k=60)`: `fn`'s parameters without annotations; None if Python cannot tell."""
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError):       # some builtins, or not a function at all
         return None
     plain = [p.replace(annotation=p.empty) for p in signature.parameters.values()]
     return signature.replace(parameters=plain, return_annotation=signature.empty)
+
+
+def _judged(judge, got, expected, otherwise):
+    """judge(got, expected), or `otherwise` when the learner's value makes the judge itself fail."""
+    try:
+        return judge(got, expected)
+    except Exception:                     # e.g. sorted() of a list mixing numbers and strings
+        return otherwise
 
 
 def load_task(name):
@@ -134,11 +142,11 @@ def run_case(fn, case, compare, diagnose=None):
             f"{type(exc).__name__} first"))
     if case.raises:
         return Failure(f"returned {_short(got)} but should raise {case.raises.__name__}", case.hint)
-    if not (case.compare or compare)(got, case.expected):
+    if not _judged(case.compare or compare, got, case.expected, False):
         if got is None:                   # the commonest slip: a path with no return
             hint = "your function returned None: end every path with `return ...`"
         else:                             # the task may know better what this wrong value means
-            hint = (diagnose and diagnose(got, case.expected)) or case.hint
+            hint = (diagnose and _judged(diagnose, got, case.expected, None)) or case.hint
         return Failure(f"expected {_short(case.expected)}, got {_short(got)}", hint)
     return None
 
@@ -166,8 +174,8 @@ def check(fn, task, quiet=False):
             if failure is None:
                 lines.append(f"  ok    {number}. {case.name}")
                 continue
-            hint = first_with.setdefault(failure.hint, number)
-            hint = failure.hint if hint == number else f"as for case {hint}"
+            first = first_with.setdefault(failure.hint, number)
+            hint = failure.hint if first == number else f"as for case {first}"
             lines.append(f"  FAIL  {number}. {case.name}: {failure.problem}\n        hint: {hint}")
         lines.append(f"{passed}/{total} passed" + ("" if passed == total else
                      " — read the hints above, change your function, and run this cell again"))

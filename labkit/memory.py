@@ -642,7 +642,7 @@ def _task():
     def bad(**changes):
         return ({k: v for k, v in {**good, **changes}.items() if v is not ...},)
 
-    def extra_names(got, expected):       # the case's hint is about a missing name, not an extra one
+    def extra_names(got, expected):       # each case's hint is about a missing name, not an extra
         extra = sorted(set(got) - set(expected)) if isinstance(got, (list, tuple, set, dict)) else []
         return f"{', '.join(extra)} is fine in this record: flag only what is wrong" if extra else None
     return Task("validate a memory record for a writing assistant: return the names of the wrong fields", [

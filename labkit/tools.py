@@ -193,7 +193,7 @@ def _show(value):
 
 
 def _kind_and_value(value):
-    """`string "1"`, `integer 3`, or just `null`: the type, then the value when it adds something."""
+    """`string "1"`, `integer 3`, or just `null`: the type, then the value if it adds anything."""
     return "null" if value is None else f"{json_type(value)} {_show(value)}"
 
 
@@ -622,7 +622,8 @@ def _not_found(name, names):
         return f"no document named {name!r} — call list_docs to see the names"
     extra = [what for what, differs in (("white space around it", name.strip() != name),
                                         ("upper-case letters", name.strip() != near)) if differs]
-    return f"no document named {name!r}: names are exact and this one has {' and '.join(extra)} — use {near!r}"
+    return (f"no document named {name!r}: names are exact and this one has {' and '.join(extra)}"
+            f" — use {near!r}")
 
 
 def doc_tools(root=DOCS_DIR):

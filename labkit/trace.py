@@ -1,8 +1,9 @@
 """Run traces: one event per model turn, tool call, guardrail decision and stop.
 
-Written with the foundation (01_setup); taught and used from 04_loop on. A trace renders two ways: plain deterministic text lines
-(what nbval compares: no clock times unless asked) and, for people, an HTML table or an
-ipywidgets stepper that falls back to the text lines where no kernel runs. The clock is passed in, so tests can use a fake one.
+Written with the foundation (01_setup); taught and used from 04_loop on. A trace renders two
+ways: plain deterministic text lines (what nbval compares: no clock times unless asked) and, for
+people, an HTML table or an ipywidgets stepper that falls back to the text lines where no kernel
+runs. The clock is passed in, so tests can use a fake one.
 
 Deliberately left out: OpenTelemetry export, spans and nesting, persistence (see 07_runtime).
 """
@@ -92,7 +93,7 @@ class Trace:
                 f"</thead><tbody>{rows}</tbody></table>")
 
     def stepper(self):
-        """A widget that steps through the events with their details; as text where widgets cannot run.
+        """A widget stepping through the events with their details; text where no widget can run.
 
         Example: trace.stepper()   # in JupyterLab: a slider, "event 1 of 8", the event's details
         """
@@ -115,7 +116,8 @@ class Trace:
         events = f"{total} event" + ("" if total == 1 else "s")
         text = (f"stepper: {events}, as text (run the cell in JupyterLab to step through them)\n"
                 + (self.text() or "(no events)"))
-        return Stepper(text, slider, label, view, widgets.VBox([widgets.HBox([slider, label]), view]))
+        layout = widgets.VBox([widgets.HBox([slider, label]), view])
+        return Stepper(text, slider, label, view, layout)
 
 
 @dataclass

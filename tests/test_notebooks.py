@@ -21,7 +21,8 @@ from markdown_it import MarkdownIt
 from nbformat.warnings import MissingIDFieldWarning
 
 ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("execute_notebooks", ROOT / ".ci" / "execute_notebooks.py")
+_spec = importlib.util.spec_from_file_location("execute_notebooks",
+                                               ROOT / ".ci" / "execute_notebooks.py")
 execute_notebooks = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(execute_notebooks)
 # CommonMark with raw HTML and tables: on <details> blocks and inline tags it agrees with the
@@ -66,13 +67,14 @@ def markdown_problems(source):
         if token.type in ("html_inline", "html_block"):
             for tag in re.findall(r"</?([A-Za-z][\w-]*)", token.content):
                 if tag.lower() not in HTML_TAGS:
-                    found.append(f"<{tag}> is swallowed as an unknown HTML tag — put it in backticks")
+                    found.append(f"<{tag}> is swallowed as an unknown HTML tag — put it in "
+                                 "backticks")
     for answer in re.findall(r"(?s)<details>.*?</details>", MARKDOWN.render(source)):
         text = re.sub(r"(?s)<(code|pre)>.*?</\1>|<[^>]+>", "", answer)
         for raw in ("`", "**", "]("):
             if raw in text:
-                found.append(f"raw Markdown {raw!r} in a <details> answer — leave a blank line after "
-                             "<summary>...</summary> and before </details>")
+                found.append(f"raw Markdown {raw!r} in a <details> answer — leave a blank line "
+                             "after <summary>...</summary> and before </details>")
                 break
     return found
 
@@ -87,7 +89,8 @@ def problems(nb):
         found.append(f"not valid nbformat: {str(error).splitlines()[0][:80]}")
     if (nb.get("nbformat"), nb.get("nbformat_minor", 0)) < (4, 5):
         found.append("not nbformat 4.5 (cells need ids)")
-    found += [f"cell {index}: no cell id" for index, cell in enumerate(nb["cells"]) if "id" not in cell]
+    found += [f"cell {index}: no cell id"
+              for index, cell in enumerate(nb["cells"]) if "id" not in cell]
     kernelspec = nb.get("metadata", {}).get("kernelspec")
     if kernelspec != execute_notebooks.installed_kernelspec():
         found.append(f"kernelspec {kernelspec} is not the installed kernel's: JupyterLab marks the "
@@ -166,11 +169,13 @@ def test_hygiene_check_catches_what_it_claims():
      "<untrusted> is swallowed"),
 ])
 def test_markdown_check_catches_what_a_browser_would_show_wrong(markdown, problem):
-    assert any(p.startswith(problem) for p in markdown_problems(markdown)), markdown_problems(markdown)
+    found = markdown_problems(markdown)
+    assert any(p.startswith(problem) for p in found), found
 
 
 @pytest.mark.parametrize("markdown", [
-    "1. Q?\n\n   <details><summary>Answer</summary>\n\n   Use `run()`, **not** `loop()`.\n\n   </details>",
+    "1. Q?\n\n   <details><summary>Answer</summary>\n\n   Use `run()`, **not** `loop()`.\n\n"
+    "   </details>",
     "A document can contain `</untrusted>`; <b>bold</b> and <br> are HTML.",
 ])
 def test_markdown_check_accepts_markdown_that_renders(markdown):
@@ -182,7 +187,8 @@ def test_saved_outputs_keep_printed_text_whole_and_no_widget_id():
         nbformat.v4.new_output("stream", name="stdout", text="first line\n"),
         nbformat.v4.new_output("stream", name="stdout", text="second line\n"),
         nbformat.v4.new_output("execute_result", execution_count=1, data={
-            "text/plain": "stepper: 1 event", execute_notebooks.WIDGET_VIEW: {"model_id": "4f1c"}})])])
+            "text/plain": "stepper: 1 event",
+            execute_notebooks.WIDGET_VIEW: {"model_id": "4f1c"}})])])
     printed, shown = execute_notebooks.clean(nb).cells[0].outputs
     assert printed.text == "first line\nsecond line\n"          # however the kernel flushed it
     assert shown.data == {"text/plain": "stepper: 1 event"}
@@ -193,7 +199,8 @@ def test_a_stepper_in_a_static_export_shows_the_trace_as_text(tmp_path):
     from nbconvert import HTMLExporter
     path = tmp_path / "stepper.ipynb"
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-        "from labkit import Reply, Trace\ntrace = Trace()\ntrace.model(1, Reply('Paris is sunny'))\n"
+        "from labkit import Reply, Trace\ntrace = Trace()\n"
+        "trace.model(1, Reply('Paris is sunny'))\n"
         "trace.stop(1, 'completed')\ntrace.stepper()")])
     nbformat.write(nb, path)
     execute_notebooks.execute(path)
@@ -204,7 +211,7 @@ def test_a_stepper_in_a_static_export_shows_the_trace_as_text(tmp_path):
 
 
 def test_pytest_runs_a_notebook_from_inside_the_notebooks_folder():
-    """JupyterLab's terminal opens in notebooks/: `../.venv/bin/python -m pytest 04_loop.ipynb` works."""
+    """JupyterLab's terminal opens in notebooks/; `../.venv/bin/python -m pytest 04_loop.ipynb`."""
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "04_loop.ipynb"],
                          cwd=ROOT / "notebooks", capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]

@@ -403,7 +403,8 @@ def test_library_searches_three_ways_and_refuses_off_topic(library):
 @pytest.mark.parametrize("method", ["bm25", "hybrid"])
 @pytest.mark.parametrize("name, value", [("k", -1), ("k", 0), ("k", 2.5), ("k", True), ("k", "3"),
                                          ("depth", 0), ("depth", -5)])
-def test_search_refuses_a_count_that_is_not_a_whole_number_of_at_least_one(chunks, method, name, value):
+def test_search_refuses_a_count_that_is_not_a_whole_number_of_at_least_one(chunks, method, name,
+                                                                            value):
     with pytest.raises(UserError, match=f"^{name}={value!r} — {name} is how many chunks to rank"):
         Library(chunks).search("jitter", method=method, **{name: value})
 

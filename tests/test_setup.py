@@ -122,7 +122,7 @@ def test_a_finished_venv_is_used_as_it_is(repo):
 def test_a_venv_whose_python_no_longer_runs_is_rebuilt(repo):
     py = python(repo, "3.12.1")
     assert make(repo, py)[0] == 0
-    (repo / ".venv" / "bin" / "python").write_text("#!/bin/sh\nexit 127\n")   # its Python was removed
+    (repo / ".venv" / "bin" / "python").write_text("#!/bin/sh\nexit 127\n")   # its Python is gone
     code, out, ran = make(repo, py)
     assert code == 0, out
     assert ".venv was made by Python that no longer runs: rebuilding it" in out

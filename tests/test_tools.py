@@ -176,7 +176,8 @@ def test_bool_and_integer_and_enum_equality_follow_json_not_python():
                                         (True, "got boolean true"), ([2], "got array [2]")])
 def test_a_wrong_type_names_the_type_and_then_the_value_once(value, got):
     with pytest.raises(ArgumentError) as info:
-        validate_arguments({"n": value}, {"type": "object", "properties": {"n": {"type": "integer"}}})
+        validate_arguments({"n": value},
+                           {"type": "object", "properties": {"n": {"type": "integer"}}})
     assert str(info.value) == f"arguments.n should be integer, {got}"
 
 
@@ -515,7 +516,8 @@ def test_read_doc_reads_listed_docs_and_says_what_to_do_when_missing(docs):
 
 
 @pytest.mark.parametrize("name, differs", [
-    ("handbook-tools.md ", "white space around it"), ("\thandbook-tools.md\n", "white space around it"),
+    ("handbook-tools.md ", "white space around it"),
+    ("\thandbook-tools.md\n", "white space around it"),
     ("HANDBOOK-TOOLS.MD", "upper-case letters"), ("handbook-tools.MD", "upper-case letters"),
     (" Handbook-Tools.md", "white space around it and upper-case letters"),
 ])
@@ -534,7 +536,8 @@ def test_read_doc_blames_the_extension_only_when_it_is_not_markdown(docs, name):
 
 def test_read_doc_suggests_only_listed_names(docs):
     result = execute(ToolCall("c", "read_doc", '{"doc": "HANDBOOK-OUTSIDE.MD"}'), docs)
-    assert result["message"] == "no document named 'HANDBOOK-OUTSIDE.MD' — call list_docs to see the names"
+    assert result["message"] == ("no document named 'HANDBOOK-OUTSIDE.MD' — call list_docs to see "
+                                 "the names")
 
 
 def test_the_shipped_handbook_is_readable():

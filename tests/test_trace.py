@@ -61,7 +61,7 @@ def test_stepper_shows_the_trace_as_text_where_no_widget_can_run():
     assert bundle["text/plain"] == (
         "stepper: 5 events, as text (run the cell in JupyterLab to step through them)\n"
         + sample().text())
-    assert "application/vnd.jupyter.widget-view+json" in bundle      # JupyterLab still gets the widget
+    assert "application/vnd.jupyter.widget-view+json" in bundle      # JupyterLab gets the widget
     assert repr(stepper) == bundle["text/plain"] and "VBox" not in repr(stepper)
 
 
