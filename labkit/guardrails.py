@@ -950,6 +950,7 @@ def score_detector(attacks, benign, detector=detect_injection):
 def _task():
     from .check import Case, Task
     c = lambda name, arguments: ToolCall("call_1", name, arguments)
+    unparsed = "json.loads raises on broken JSON: catch json.JSONDecodeError and compare the text"
     return Task("decide whether two tool calls are the same call (same_call)", [
         Case("written the same", (c("get_weather", '{"city": "Paris"}'), c("get_weather", '{"city": "Paris"}')),
              True, "identical calls are the same call"),
@@ -971,9 +972,9 @@ def _task():
         Case("an escape and the character", (c("f", '{"s": "caf\\u00e9"}'), c("f", '{"s": "café"}')), True,
              "\\u00e9 and é are the same string once parsed"),
         Case("broken JSON written twice", (c("f", '{"a": 1'), c("f", '{"a": 1')), True,
-             "when the arguments do not parse, compare their text"),
+             "when the arguments do not parse, compare their text", crash_hint=unparsed),
         Case("broken JSON and valid JSON", (c("f", '{"a": 1'), c("f", '{"a": 1}')), False,
-             "text that does not parse is not the same as arguments that do"),
+             "text that does not parse is not the same as arguments that do", crash_hint=unparsed),
     ], reference=same_call, compare=lambda got, expected: got is expected)
 
 

@@ -754,6 +754,10 @@ def _task():
 
     def bad(**changes):
         return ({k: v for k, v in {**good, **changes}.items() if v is not ...},)
+
+    def extra_names(got, expected):       # each case's hint is about a missing name, not an extra
+        extra = sorted(set(got) - set(expected)) if isinstance(got, (list, tuple, set, dict)) else []
+        return f"{', '.join(extra)} is fine in this record: flag only what is wrong" if extra else None
     return Task("validate a memory record for a writing assistant: return the names of the wrong fields", [
         Case("a good record has no problems", (dict(good),), [], "return [] (or {}) when every field is fine"),
         Case("not confirmed by the user", bad(confirmed=False), ["confirmed"],
@@ -768,7 +772,8 @@ def _task():
              "never store keys: reject content where labkit.redact(content) != content"),
         Case("ttl of 0 days", bad(ttl_days=0), ["ttl_days"], f"ttl_days must be from {TTL_DAYS[0]} to {TTL_DAYS[1]}"),
         Case("ttl over a year", bad(ttl_days=366), ["ttl_days"], "nothing is kept for more than 365 days"),
-        Case("no ttl at all", bad(ttl_days=...), ["ttl_days"], "a missing ttl_days is a problem: nothing is kept forever"),
+        Case("no ttl at all", bad(ttl_days=...), ["ttl_days"], "a missing ttl_days is a problem: nothing is kept forever",
+             crash_hint="a field can be missing: read it with record.get('ttl_days')"),
         Case("importance above 1", bad(importance=1.5), ["importance"], "importance is a number from 0 to 1"),
         Case("confidence given as True", bad(confidence=True), ["confidence"],
              "bool is a subclass of int in Python: reject it explicitly"),
@@ -776,7 +781,7 @@ def _task():
         Case("an empty tenant", bad(tenant=""), ["tenant"], "every memory belongs to someone: tenant is required"),
         Case("three problems at once", bad(kind="mood", importance=-1, confirmed=False),
              ["confirmed", "importance", "kind"], "report every problem, not only the first one"),
-    ], reference=record_problems,
+    ], reference=record_problems, diagnose=extra_names,
         compare=lambda got, expected: isinstance(got, (list, tuple, set, dict)) and sorted(got) == expected)
 
 

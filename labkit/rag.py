@@ -10,6 +10,7 @@ stand in; production uses a segmenter such as jieba or a search engine's CJK ana
 incremental index updates, and a trained model to judge support (a lexical check stands in).
 """
 import json
+import numbers
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -335,6 +336,11 @@ class Library:
 
     def search(self, query, k=5, method="hybrid", depth=30):
         """The k best chunks as [Hit], best first. Example: lib.search("jitter", 3, "bm25")"""
+        for name, value in (("k", k), ("depth", depth)):
+            # subtle: k=-1 would silently mean "none" (or, sliced, "all but the last")
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+                raise UserError(f"{name}={value!r} — {name} is how many chunks to rank: a whole "
+                                f"number of at least 1 (search(query, k=5))")
         if method == "bm25":
             return [Hit(self.chunks[i], s, "bm25", s) for i, s in self.index.top_k(tokenize(query), k)]
         if method == "dense":
@@ -446,6 +452,9 @@ def _task():
         return (isinstance(got, list) and [g[0] for g in got] == [e[0] for e in expected]
                 and all(abs(g[1] - e[1]) < 1e-9 for g, e in zip(got, expected)))
 
+    def same_order(got, expected):        # the tie cases test the order alone, not the scores
+        return isinstance(got, list) and [g[0] for g in got] == [e[0] for e in expected]
+
     third = lambda *ranks: sum(1 / (60 + r) for r in ranks)
     return Task("reciprocal rank fusion: rrf(rankings, k=60) -> [(id, score), ...] best first", [
         Case("one ranking keeps its order", ([["a", "b"]],), [("a", third(1)), ("b", third(2))],
@@ -457,7 +466,12 @@ def _task():
         Case("a duplicate counts once", ([["a", "a", "b"]],), [("a", third(1)), ("b", third(2))],
              "drop repeats inside one ranking before numbering ranks (dict.fromkeys keeps the order)"),
         Case("ties go to the id seen first", ([["x"], ["y"]],), [("x", third(1)), ("y", third(1))],
-             "sort by score, highest first; on equal scores keep the order ids were first seen"),
+             "sort by score, highest first; on equal scores keep the order ids were first seen",
+             compare=same_order),
+        Case("ties when the first seen sorts last", ([["y"], ["x"]],),
+             [("y", third(1)), ("x", third(1))],
+             "equal scores keep first-seen order, not the ids' own order: sort by score alone",
+             compare=same_order),
         Case("no rankings", ([],), [], "no rankings: return []"),
         Case("integer ids work too", ([[3, 1], [1]],), [(1, third(2, 1)), (3, third(1))],
              "ids can be any hashable value: chunk numbers or source ids"),

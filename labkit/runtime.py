@@ -528,7 +528,8 @@ def _task():
     row = lambda status, tool="refund", arguments=args: Operation("op_1", tool, arguments, status, None)
     return Task("decide what dispatch does with an operation_id, given what the store holds", [
         Case("nothing stored yet", (None, "refund", args), "execute",
-             "no row means nobody has started it: return 'execute'"),
+             "no row means nobody has started it: return 'execute'",
+             crash_hint="stored is None when nothing is stored: test `stored is None` first"),
         Case("a recorded success", (row("succeeded"), "refund", args), "replay",
              "the outcome is known: return it again ('replay'), never run it twice"),
         Case("a recorded failure", (row("failed"), "refund", args), "replay",
@@ -540,7 +541,7 @@ def _task():
         Case("same id, other arguments", (row("succeeded", arguments=other), "refund", args), "conflict",
              "compare the stored tool and arguments with the request: a reused id is 'conflict'"),
         Case("same id, other tool, in flight", (row("in_flight", tool="charge"), "refund", args), "conflict",
-             "check for a conflict before you look at the status"),
+             "a reused id is 'conflict' whatever its status: compare tool and arguments first"),
     ], reference=decide)
 
 

@@ -268,6 +268,11 @@ def _show(value):
     return json.dumps(value, ensure_ascii=False)[:40]
 
 
+def _kind_and_value(value):
+    """`string "1"`, `integer 3`, or just `null`: the type, then the value if it adds anything."""
+    return "null" if value is None else f"{json_type(value)} {_show(value)}"
+
+
 def _problems(value, schema, path):
     """Yield one line per way `value` breaks `schema` (already checked by check_schema)."""
     if schema is True:
@@ -278,7 +283,7 @@ def _problems(value, schema, path):
     types = schema.get("type")
     types = [types] if isinstance(types, str) else types
     if types is not None and not any(_has_type(value, t) for t in types):
-        yield f"{path} should be {' or '.join(types)}, got {json_type(value)} {_show(value)}"
+        yield f"{path} should be {' or '.join(types)}, got {_kind_and_value(value)}"
         return                          # other keywords would only repeat the same mistake
     if "enum" in schema and not any(json_equal(value, e) for e in schema["enum"]):
         yield f"{path} is {_show(value)}; allowed: {', '.join(map(_show, schema['enum']))}"
@@ -733,9 +738,20 @@ def _refuse_name(name):
         return "absolute paths are refused"
     if "/" in name or "\\" in name or ".." in name:
         return "paths are refused; give a bare file name"
-    if not name.endswith(".md"):
+    if not name.strip().lower().endswith(".md"):   # judge the extension the caller meant
         return "only Markdown (.md) documents can be read"
     return None
+
+
+def _not_found(name, names):
+    """Why `name` is not listed; names the listed one it differs from only in case or spacing."""
+    near = next((n for n in names if n == name.strip().lower()), None)
+    if near is None:
+        return f"no document named {name!r} — call list_docs to see the names"
+    extra = [what for what, differs in (("white space around it", name.strip() != name),
+                                        ("upper-case letters", name.strip() != near)) if differs]
+    return (f"no document named {name!r}: names are exact and this one has {' and '.join(extra)}"
+            f" — use {near!r}")
 
 
 def doc_tools(root=DOCS_DIR):
@@ -764,8 +780,9 @@ def doc_tools(root=DOCS_DIR):
         path = root / name
         if path.is_symlink():
             raise ToolError(f"refused {name!r}: it is a symbolic link — call list_docs", "refused")
-        if name not in _doc_names(root):
-            raise ToolError(f"no document named {name!r} — call list_docs to see the names", "not_found")
+        names = _doc_names(root)
+        if name not in names:
+            raise ToolError(_not_found(name, names), "not_found")
         raw = path.read_bytes()
         if len(raw) > MAX_DOC_BYTES:
             raise ToolError(f"{name} is {len(raw):,} bytes; the limit is {MAX_DOC_BYTES:,} — it cannot be "

@@ -1,8 +1,9 @@
 """Run traces: one event per model turn, tool call, guardrail decision and stop.
 
-Written with the foundation (01_setup); taught and used from 04_loop on. A trace renders two ways: plain deterministic text lines
-(what nbval compares: no clock times unless asked) and, for people, an HTML table or an
-ipywidgets stepper. The clock is passed in, so tests can use a fake one.
+Written with the foundation (01_setup); taught and used from 04_loop on. A trace renders two
+ways: plain deterministic text lines (what nbval compares: no clock times unless asked) and, for
+people, an HTML table or an ipywidgets stepper that falls back to the text lines where no kernel
+runs. The clock is passed in, so tests can use a fake one.
 
 Deliberately left out: OpenTelemetry export, spans and nesting, persistence (see 07_runtime).
 """
@@ -92,19 +93,51 @@ class Trace:
                 f"</thead><tbody>{rows}</tbody></table>")
 
     def stepper(self):
-        """An ipywidgets viewer: step through the events one at a time, with their details."""
+        """A widget stepping through the events with their details; text where no widget can run.
+
+        Example: trace.stepper()   # in JupyterLab: a slider, "event 1 of 8", the event's details
+        """
         import ipywidgets as widgets
-        view = widgets.HTML()
-        slider = widgets.IntSlider(min=1, max=max(1, len(self.events)), description="event")
+        total = len(self.events)
+        slider = widgets.IntSlider(min=1, max=max(1, total), readout=False)
+        label, view = widgets.Label(), widgets.HTML()
 
         def show(change=None):
             if not self.events:
-                view.value = "<i>no events</i>"
+                label.value, view.value = "no events", ""
                 return
             e = self.events[slider.value - 1]
+            label.value = f"event {slider.value} of {total}"
             detail = html.escape(json.dumps(e.detail, indent=2, ensure_ascii=False, default=str))
             view.value = f"<b>{html.escape(e.line(timing=True))}</b><pre>{detail}</pre>"
 
         slider.observe(show, names="value")
         show()
-        return widgets.VBox([slider, view])
+        events = f"{total} event" + ("" if total == 1 else "s")
+        text = (f"stepper: {events}, as text (run the cell in JupyterLab to step through them)\n"
+                + (self.text() or "(no events)"))
+        layout = widgets.VBox([widgets.HBox([slider, label]), view])
+        return Stepper(text, slider, label, view, layout)
+
+
+@dataclass
+class Stepper:
+    """The stepper widget and its plain-text twin, shown wherever the widget cannot run.
+
+    A notebook opened without a running kernel, or exported to static HTML, has no widget to show;
+    it shows `text` (the trace lines) instead of ipywidgets' own "VBox(children=...)".
+    """
+    text: str
+    slider: object            # ipywidgets.IntSlider, 1..number of events
+    label: object             # ipywidgets.Label: "event 3 of 8"
+    view: object              # ipywidgets.HTML: the event's line and its details
+    widget: object            # the VBox that holds them
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        closed = self.widget.comm is None        # a closed widget has no view left to show
+        bundle = {} if closed else dict(self.widget._repr_mimebundle_())
+        bundle["text/plain"] = self.text
+        return bundle
+
+    def __repr__(self):
+        return self.text

@@ -1,4 +1,4 @@
-"""pytest setup for running notebooks on their own (`pytest notebooks/03_memory.ipynb`).
+"""pytest setup for running notebooks on their own, from any folder (`pytest 03_memory.ipynb`).
 
 The same offline, key-free environment and network guard as tests/ (tests/offline_env.py): your own
 .env or a live LABKIT_MODE never changes what the stored outputs are compared with. Not a lesson file.
@@ -6,7 +6,15 @@ The same offline, key-free environment and network guard as tests/ (tests/offlin
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
 import offline_env  # noqa: E402
 
 offline_env.apply()
+
+
+def pytest_configure(config):
+    # subtle: a path in pyproject's addopts is read from the current folder, and JupyterLab's
+    # terminal opens in notebooks/; name the sanitize file by its place in the repository
+    if config.option.nbval_sanitize_with is None:
+        config.option.nbval_sanitize_with = str(ROOT / "tests" / "sanitize.cfg")

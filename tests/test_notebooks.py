@@ -2,16 +2,36 @@
 
 nbval itself (strict, with tests/sanitize.cfg) re-executes every notebook and compares outputs;
 these tests check what nbval does not: a fresh-kernel execution order, no errors, nothing
-machine-specific or secret in outputs, the lesson headings in order, a reviewable file size.
+machine-specific or secret in outputs, the lesson headings in order, a reviewable file size,
+valid nbformat 4.5, the installed kernel's kernelspec (JupyterLab then opens a notebook
+unmodified), no blank first or last lines, and Markdown that renders as its author meant.
 """
+import importlib.util
 import json
 import os
 import re
+import subprocess
+import sys
+import warnings
 from pathlib import Path
 
+import nbformat
 import pytest
+from markdown_it import MarkdownIt
+from nbformat.warnings import MissingIDFieldWarning
 
 ROOT = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location("execute_notebooks",
+                                               ROOT / ".ci" / "execute_notebooks.py")
+execute_notebooks = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(execute_notebooks)
+# CommonMark with raw HTML and tables: on <details> blocks and inline tags it agrees with the
+# renderer JupyterLab uses (marked), which is what a learner sees.
+MARKDOWN = MarkdownIt("commonmark").enable("table")
+# HTML elements a Markdown cell may use; any other <word> is an unknown tag a browser swallows.
+HTML_TAGS = set("""a abbr b blockquote br code dd del details div dl dt em h1 h2 h3 h4 h5 h6 hr i
+    img kbd li ol p pre q s samp small span strong sub summary sup table tbody td th thead tr u ul
+    var""".split())
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 HEADINGS = ["Goals", "Prerequisites", "Key ideas", "Build it", "Meet labkit", "Lab", "Go live",
             "Hands-on task", "Self-check", "Common errors"]
@@ -33,17 +53,59 @@ def output_text(output):
     return "".join("".join(v) if isinstance(v, list) else str(v) for k, v in data.items() if k.startswith("text/"))
 
 
+def _tokens(tokens):
+    for token in tokens:
+        yield token
+        yield from _tokens(token.children or [])
+
+
+def markdown_problems(source):
+    """What a reader of this Markdown would see wrong once rendered: raw Markdown left inside a
+    <details> answer, and words a browser drops as unknown HTML tags (write them in backticks)."""
+    found = []
+    for token in _tokens(MARKDOWN.parse(source)):
+        if token.type in ("html_inline", "html_block"):
+            for tag in re.findall(r"</?([A-Za-z][\w-]*)", token.content):
+                if tag.lower() not in HTML_TAGS:
+                    found.append(f"<{tag}> is swallowed as an unknown HTML tag — put it in "
+                                 "backticks")
+    for answer in re.findall(r"(?s)<details>.*?</details>", MARKDOWN.render(source)):
+        text = re.sub(r"(?s)<(code|pre)>.*?</\1>|<[^>]+>", "", answer)
+        for raw in ("`", "**", "]("):
+            if raw in text:
+                found.append(f"raw Markdown {raw!r} in a <details> answer — leave a blank line "
+                             "after <summary>...</summary> and before </details>")
+                break
+    return found
+
+
 def problems(nb):
     found = []
-    if nb.get("nbformat") != 4 or nb.get("metadata", {}).get("kernelspec", {}).get("name") != "python3":
-        found.append("not nbformat 4 with kernelspec python3")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MissingIDFieldWarning)      # reported below
+            nbformat.validate(nbformat.from_dict(nb))
+    except nbformat.ValidationError as error:
+        found.append(f"not valid nbformat: {str(error).splitlines()[0][:80]}")
+    if (nb.get("nbformat"), nb.get("nbformat_minor", 0)) < (4, 5):
+        found.append("not nbformat 4.5 (cells need ids)")
+    found += [f"cell {index}: no cell id"
+              for index, cell in enumerate(nb["cells"]) if "id" not in cell]
+    kernelspec = nb.get("metadata", {}).get("kernelspec")
+    if kernelspec != execute_notebooks.installed_kernelspec():
+        found.append(f"kernelspec {kernelspec} is not the installed kernel's: JupyterLab marks the "
+                     "notebook modified on opening")
     if "widgets" in nb.get("metadata", {}):
         found.append("widget state saved in metadata")
     expected, headings = 1, []
     for index, cell in enumerate(nb["cells"]):
         source = "".join(cell.get("source", ""))
+        lines = source.split("\n")
+        if source and (not lines[0].strip() or not lines[-1].strip()):
+            found.append(f"cell {index}: blank first or last line")
         if cell["cell_type"] == "markdown":
             headings += re.findall(r"(?m)^##\s+(.+?)\s*$", source)
+            found += [f"cell {index}: {problem}" for problem in markdown_problems(source)]
             continue
         if cell["cell_type"] != "code" or not source.strip():
             continue
@@ -85,11 +147,75 @@ def test_hygiene_check_catches_what_it_claims():
     code[2]["outputs"] = [{"output_type": "stream", "name": "stdout",
                            "text": "saved to /home/ana/labkit/x at 0x7f3a2b1c9d40 with sk-abcdefghijklmnopqrstu\n"}]
     code[3]["outputs"] = [{"output_type": "error", "ename": "KeyError", "evalue": "'x'", "traceback": []}]
+    code[4]["source"] = "\nx = 1\n"
+    del nb["cells"][0]["id"]
+    nb["nbformat_minor"] = 4                                        # ids under 4.4: 07's old state
+    nb["metadata"]["kernelspec"]["display_name"] = "Python 3"
     nb["cells"] = [c for c in nb["cells"] if "## Self-check" not in "".join(c["source"])]
     found = " | ".join(problems(nb))
     for what in ["execution_count 7", "absolute path", "memory address", "key-like", "error output",
-                 "## Self-check"]:
+                 "## Self-check", "not valid nbformat", "not nbformat 4.5", "cell 0: no cell id",
+                 "not the installed kernel's", "blank first or last line"]:
         assert what in found, what
+
+
+@pytest.mark.parametrize("markdown, problem", [
+    ("1. Q?\n   <details><summary>Answer</summary>Use `run()`, **not** `loop()`.</details>",
+     "raw Markdown '`' in a <details> answer"),
+    ("1. Q?\n   <details><summary>Answer</summary>It is **bold**.</details>", "raw Markdown '**'"),
+    ("A document can contain </untrusted> and more.", "<untrusted> is swallowed"),
+    ("Wrap it in <evidence> tags.", "<evidence> is swallowed"),
+    ("<details><summary>Answer</summary>\nA document can contain </untrusted>.\n</details>",
+     "<untrusted> is swallowed"),
+])
+def test_markdown_check_catches_what_a_browser_would_show_wrong(markdown, problem):
+    found = markdown_problems(markdown)
+    assert any(p.startswith(problem) for p in found), found
+
+
+@pytest.mark.parametrize("markdown", [
+    "1. Q?\n\n   <details><summary>Answer</summary>\n\n   Use `run()`, **not** `loop()`.\n\n"
+    "   </details>",
+    "A document can contain `</untrusted>`; <b>bold</b> and <br> are HTML.",
+])
+def test_markdown_check_accepts_markdown_that_renders(markdown):
+    assert markdown_problems(markdown) == []
+
+
+def test_saved_outputs_keep_printed_text_whole_and_no_widget_id():
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("...", outputs=[
+        nbformat.v4.new_output("stream", name="stdout", text="first line\n"),
+        nbformat.v4.new_output("stream", name="stdout", text="second line\n"),
+        nbformat.v4.new_output("execute_result", execution_count=1, data={
+            "text/plain": "stepper: 1 event",
+            execute_notebooks.WIDGET_VIEW: {"model_id": "4f1c"}})])])
+    printed, shown = execute_notebooks.clean(nb).cells[0].outputs
+    assert printed.text == "first line\nsecond line\n"          # however the kernel flushed it
+    assert shown.data == {"text/plain": "stepper: 1 event"}
+
+
+def test_a_stepper_in_a_static_export_shows_the_trace_as_text(tmp_path):
+    """Executed the way committed notebooks are, then exported to HTML: the trace is readable."""
+    from nbconvert import HTMLExporter
+    path = tmp_path / "stepper.ipynb"
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "from labkit import Reply, Trace\ntrace = Trace()\n"
+        "trace.model(1, Reply('Paris is sunny'))\n"
+        "trace.stop(1, 'completed')\ntrace.stepper()")])
+    nbformat.write(nb, path)
+    execute_notebooks.execute(path)
+    (output,) = nbformat.read(path, as_version=4).cells[0].outputs
+    assert output.data["text/plain"].startswith("stepper: 2 events, as text")
+    page, _ = HTMLExporter().from_filename(str(path))
+    assert "1 model says" in page and "Paris is sunny" in page and "VBox" not in page
+
+
+def test_pytest_runs_a_notebook_from_inside_the_notebooks_folder():
+    """JupyterLab's terminal opens in notebooks/; `../.venv/bin/python -m pytest 04_loop.ipynb`."""
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "04_loop.ipynb"],
+                         cwd=ROOT / "notebooks", capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert " passed" in run.stdout.splitlines()[-1]
 
 
 def run_live(path, api, planted="sk-planted-live-notebook-0123456789abcdef",

@@ -202,6 +202,26 @@ def test_the_hands_on_task_reference_passes_and_a_wrong_rrf_fails():
     assert not result and result.passed == result.total - 1
 
 
+def test_the_tie_cases_test_the_order_alone(capsys):
+    def ranks_from_zero(rankings, k=60):              # wrong scores, right order
+        return [(item, score * 1.01) for item, score in rrf(rankings, k)]
+    result = check(ranks_from_zero, "06_rag")
+    out = capsys.readouterr().out
+    assert "ok    5. ties go to the id seen first" in out and "ok    6. ties when the first" in out
+    assert "FAIL  1. one ranking keeps its order" in out and "with rank starting at 1" in out
+    assert result.passed == 3                         # the two tie cases and "no rankings"
+
+
+@pytest.mark.parametrize("reverse", [False, True], ids=["ids ascending", "ids descending"])
+def test_the_hands_on_task_catches_ties_sorted_by_id_in_either_order(reverse):
+    def ties_by_id(rankings, k=60):     # right scores; equal scores ordered by the ids themselves
+        by_id = sorted(rrf(rankings, k), key=lambda pair: pair[0], reverse=reverse)
+        return sorted(by_id, key=lambda pair: -pair[1])
+    result = check(ties_by_id, "06_rag", quiet=True)
+    assert not result and result.passed == result.total - 1
+    assert any("FAIL" in line and "ties" in line for line in result.lines)
+
+
 def test_mmr_hand_checked():
     q = torch.tensor([1.0, 0.0])
     v = torch.tensor([[1.0, 0.0], [1.0, 0.0], [0.6, 0.8]])   # 0 and 1 are duplicates; 2 is different
@@ -378,6 +398,24 @@ def test_library_searches_three_ways_and_refuses_off_topic(library):
         library.search("x", method="sparse")
     with pytest.raises(UserError, match="needs an embedder"):
         Library(library.chunks[:3]).search("x", method="dense")
+
+
+@pytest.mark.parametrize("method", ["bm25", "hybrid"])
+@pytest.mark.parametrize("name, value", [("k", -1), ("k", 0), ("k", 2.5), ("k", True), ("k", "3"),
+                                         ("depth", 0), ("depth", -5)])
+def test_search_refuses_a_count_that_is_not_a_whole_number_of_at_least_one(chunks, method, name,
+                                                                            value):
+    with pytest.raises(UserError, match=f"^{name}={value!r} — {name} is how many chunks to rank"):
+        Library(chunks).search("jitter", method=method, **{name: value})
+
+
+def test_search_accepts_numpy_whole_numbers(chunks):
+    assert len(Library(chunks).search("jitter", np.int64(2), "bm25")) == 2
+
+
+def test_search_local_sources_refuses_a_negative_k_instead_of_returning_nothing(chunks):
+    with pytest.raises(UserError, match="k=-1"):
+        search_local_sources(Library(chunks), "jitter", k=-1)
 
 
 def test_tools_return_previews_and_one_chunk_and_hide_the_id_list(library):

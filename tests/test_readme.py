@@ -1,5 +1,6 @@
 """The README tells the truth about the files and commands it names."""
 import re
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,3 +27,9 @@ def test_the_paths_in_the_file_map_exist():
     for name in re.findall(r"(?m)^\s*([\w./-]+/?)\s{2,}", block):
         path = ROOT / ("labkit/" + name if name.endswith(".py") and "/" not in name else name)
         assert path.exists(), name
+
+
+def test_the_python_it_asks_for_is_the_one_pyproject_accepts():
+    stated = re.search(r"You need Python (\d+\.\d+) or newer", README).group(1)
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert pyproject["project"]["requires-python"] == f">={stated}"   # test_setup ties make to it

@@ -174,6 +174,15 @@ def test_bool_and_integer_and_enum_equality_follow_json_not_python():
     assert json_equal(1, 1.0) and not json_equal(1, True) and json_type(True) == "boolean"
 
 
+@pytest.mark.parametrize("value, got", [(None, "got null"), ("1", 'got string "1"'),
+                                        (True, "got boolean true"), ([2], "got array [2]")])
+def test_a_wrong_type_names_the_type_and_then_the_value_once(value, got):
+    with pytest.raises(ArgumentError) as info:
+        validate_arguments({"n": value},
+                           {"type": "object", "properties": {"n": {"type": "integer"}}})
+    assert str(info.value) == f"arguments.n should be integer, {got}"
+
+
 def test_error_messages_say_where_and_how_to_fix():
     with pytest.raises(ArgumentError) as info:
         validate_arguments({"point": {"x": "1"}, "tags": ["a", "c"], "zzz": 1}, NESTED)
@@ -536,6 +545,31 @@ def test_read_doc_reads_listed_docs_and_says_what_to_do_when_missing(docs):
     assert ok == {"ok": True, "data": {"name": "handbook-tools.md", "text": "# Tools\nUse them well.\n"}}
     missing = execute(ToolCall("c", "read_doc", '{"doc": "handbook-retries.md"}'), docs)
     assert missing["error"] == "not_found" and "call list_docs" in missing["message"]
+
+
+@pytest.mark.parametrize("name, differs", [
+    ("handbook-tools.md ", "white space around it"),
+    ("\thandbook-tools.md\n", "white space around it"),
+    ("HANDBOOK-TOOLS.MD", "upper-case letters"), ("handbook-tools.MD", "upper-case letters"),
+    (" Handbook-Tools.md", "white space around it and upper-case letters"),
+])
+def test_read_doc_says_a_near_miss_is_spacing_or_case_not_the_extension(docs, name, differs):
+    result = execute(ToolCall("c", "read_doc", json.dumps({"doc": name})), docs)
+    assert result["ok"] is False and result["error"] == "not_found"
+    assert result["message"] == (f"no document named {name!r}: names are exact and this one has "
+                                 f"{differs} — use 'handbook-tools.md'")
+
+
+@pytest.mark.parametrize("name", ["handbook-notes.txt", "handbook-tools.md.txt ", "HANDBOOK-X.TXT"])
+def test_read_doc_blames_the_extension_only_when_it_is_not_markdown(docs, name):
+    result = execute(ToolCall("c", "read_doc", json.dumps({"doc": name})), docs)
+    assert result["error"] == "refused" and "only Markdown (.md)" in result["message"]
+
+
+def test_read_doc_suggests_only_listed_names(docs):
+    result = execute(ToolCall("c", "read_doc", '{"doc": "HANDBOOK-OUTSIDE.MD"}'), docs)
+    assert result["message"] == ("no document named 'HANDBOOK-OUTSIDE.MD' — call list_docs to see "
+                                 "the names")
 
 
 def test_the_shipped_handbook_is_readable():

@@ -46,9 +46,27 @@ def test_incomplete_reply_is_marked():
     assert trace.lines() == [" 3 model says 'The answ'; [incomplete: max_output_tokens]"]
 
 
-def test_stepper_builds_a_widget():
-    widget = sample().stepper()
-    slider, view = widget.children
-    assert slider.max == 5 and "get_weather" in view.value
-    slider.value = 5
-    assert "completed" in view.value
+def test_stepper_steps_through_events_and_says_which_of_how_many():
+    stepper = sample().stepper()
+    assert stepper.slider.max == 5 and "get_weather" in stepper.view.value
+    assert stepper.label.value == "event 1 of 5"
+    stepper.slider.value = 5
+    assert stepper.label.value == "event 5 of 5" and "completed" in stepper.view.value
+    assert stepper.widget.children[1] is stepper.view
+
+
+def test_stepper_shows_the_trace_as_text_where_no_widget_can_run():
+    stepper = sample().stepper()
+    bundle = stepper._repr_mimebundle_()
+    assert bundle["text/plain"] == (
+        "stepper: 5 events, as text (run the cell in JupyterLab to step through them)\n"
+        + sample().text())
+    assert "application/vnd.jupyter.widget-view+json" in bundle      # JupyterLab gets the widget
+    assert repr(stepper) == bundle["text/plain"] and "VBox" not in repr(stepper)
+
+
+def test_an_empty_or_closed_stepper_is_still_readable():
+    stepper = Trace().stepper()
+    assert stepper.label.value == "no events" and repr(stepper).endswith("(no events)")
+    stepper.widget.close()
+    assert list(stepper._repr_mimebundle_()) == ["text/plain"]

@@ -1,0 +1,129 @@
+"""Set-up: every pin installs on the oldest Python labkit accepts, and the Makefile's venv logic.
+
+The Makefile runs with stand-in Pythons in a temporary copy, so nothing big is installed. A
+stand-in answers `-c` with the real Python told to report another version, and fakes `-m venv`
+(a folder whose bin/python is the stand-in), `-m pip` and `-m pytest` (logged, not run).
+"""
+import importlib.metadata
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+
+ROOT = Path(__file__).resolve().parent.parent
+REQUIRES_PYTHON = SpecifierSet(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+                               ["requires-python"])
+FLOOR = next(s.version for s in REQUIRES_PYTHON if s.operator == ">=")     # "3.11": 3.11.0
+PINS = [Requirement(line) for line in (ROOT / "requirements-lock.txt").read_text().splitlines()
+        if line.strip() and not line.startswith("#")]
+STAND_IN = """#!/bin/sh
+# A stand-in for Python {version}.
+case "$1" in
+  -V) echo "Python {version}" ;;
+  -c) exec "{real}" -c "import sys; sys.version_info = {info}; sys.version = '{version} (stand-in)'
+sys.base_prefix = '/stand-in/{version}'
+$2" ;;
+  -m) echo "$0 $*" >> "{log}"
+      case "$2" in
+        venv) mkdir -p "$3/bin" && cp "$0" "$3/bin/python" ;;
+        pip) [ -z "$PIP_FAILS" ] ;;
+      esac ;;
+esac
+"""
+
+
+@pytest.mark.parametrize("pin", PINS, ids=str)
+def test_every_pin_installs_on_the_oldest_python_labkit_accepts(pin):
+    """What pip checks before installing, read from the installed package (no network)."""
+    installed = importlib.metadata.distribution(pin.name)
+    assert installed.version in pin.specifier, f"installed {installed.version}: rebuild the venv"
+    needs = SpecifierSet(installed.metadata.get("Requires-Python") or "")
+    assert FLOOR in needs, f"{pin} needs Python {needs}: hold it back in requirements.txt"
+
+
+@pytest.fixture
+def repo(tmp_path):
+    """A copy of what the Makefile reads, and a way to make stand-in Pythons."""
+    for name in ("Makefile", "requirements-lock.txt", "pyproject.toml"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    return tmp_path
+
+
+def python(repo, version):
+    """Write a stand-in for Python `version`; return its path."""
+    info = tuple(int(part) for part in version.split(".")) + ("final", 0)
+    path = repo / f"python{version}"
+    path.write_text(STAND_IN.format(version=version, real=sys.executable, info=info,
+                                    log=repo / "log"))
+    path.chmod(0o755)
+    return path
+
+
+def make(repo, py, **env):
+    """`make test PY=py` in the copy: (exit code, what it printed, the -m commands it ran)."""
+    (repo / "log").write_text("")
+    clean = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    run = subprocess.run(["make", "--no-print-directory", "test", f"PY={py}"], cwd=repo,
+                         capture_output=True, text=True, env={**clean, **env}, timeout=120)
+    return run.returncode, run.stdout + run.stderr, (repo / "log").read_text().splitlines()
+
+
+def venv_version(repo):
+    return subprocess.run([repo / ".venv" / "bin" / "python", "-V"], capture_output=True,
+                          text=True).stdout.strip()
+
+
+@pytest.mark.parametrize("version", ["3.9.18", "3.10.12", "3.11.0", "3.11.2", "3.11.4", "3.13.1"])
+def test_make_accepts_exactly_the_pythons_pyproject_accepts(repo, version):
+    code, out, ran = make(repo, python(repo, version))
+    if version in REQUIRES_PYTHON:
+        assert code == 0, out
+        assert ran[-1] == ".venv/bin/python -m pytest" and venv_version(repo) == f"Python {version}"
+    else:
+        assert code != 0 and not (repo / ".venv").exists()
+        assert f"is Python {version}." in out and "make test PY=python3.12" in out
+
+
+def test_a_venv_made_by_a_python_that_fails_the_check_is_rebuilt(repo):
+    subprocess.run([python(repo, "3.10.12"), "-m", "venv", ".venv"], cwd=repo, check=True)
+    py = python(repo, "3.12.1")
+    code, out, ran = make(repo, py)
+    assert code == 0, out
+    assert ".venv was made by Python 3.10.12 /stand-in/3.10.12: rebuilding it" in out
+    assert venv_version(repo) == "Python 3.12.1" and f"{py} -m venv .venv" in ran
+
+
+def test_a_half_finished_install_is_finished_in_the_same_venv(repo):
+    py = python(repo, "3.12.1")
+    code, out, _ = make(repo, py, PIP_FAILS="1")
+    assert code != 0 and "did not finish" in out and "make test again: it resumes" in out
+    assert not (repo / ".venv" / ".labkit-installed").exists()
+    (repo / ".venv" / "kept").write_text("")
+    code, out, ran = make(repo, py)
+    assert code == 0, out
+    assert (repo / ".venv" / "kept").exists() and "rebuilding" not in out
+    assert ".venv/bin/python -m pip install --quiet -r requirements-lock.txt" in ran
+    assert ran[-1] == ".venv/bin/python -m pytest"
+
+
+def test_a_finished_venv_is_used_as_it_is(repo):
+    py = python(repo, "3.12.1")
+    assert make(repo, py)[0] == 0
+    code, _, ran = make(repo, py)
+    assert code == 0 and ran == [".venv/bin/python -m pytest"]
+
+
+def test_a_venv_whose_python_no_longer_runs_is_rebuilt(repo):
+    py = python(repo, "3.12.1")
+    assert make(repo, py)[0] == 0
+    (repo / ".venv" / "bin" / "python").write_text("#!/bin/sh\nexit 127\n")   # its Python is gone
+    code, out, ran = make(repo, py)
+    assert code == 0, out
+    assert ".venv was made by Python that no longer runs: rebuilding it" in out
+    assert venv_version(repo) == "Python 3.12.1" and ran[-1] == ".venv/bin/python -m pytest"
