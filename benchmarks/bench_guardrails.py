@@ -11,6 +11,8 @@ Timings are for this machine at this moment: compare the ratios, not the absolut
 import time
 
 from labkit import guardrails as g
+from labkit.budget import Budget
+from labkit.labs import load_injections
 from labkit.loop import run
 from labkit.models import Reply, ToolCall, Usage
 from labkit.tools import tool
@@ -48,7 +50,7 @@ def per_turn_us(turns, guarded):
     def once():
         model = Instant(turns)
         if guarded:
-            budget = g.Budget(max_turns=turns, max_calls=turns, max_tokens=10**9, max_cost=1000.0,
+            budget = Budget(max_turns=turns, max_calls=turns, max_tokens=10**9, max_cost=1000.0,
                               max_input_tokens=10**9)
             result = g.run_guarded("bench", model, [echo], budget=budget, secrets=["canary-bench-0001"])
         else:
@@ -62,7 +64,7 @@ def detector_rates(texts):
     keyword = best(lambda: [g.detect_injection(t) for t in texts])
     rates = {"keyword rules": (len(texts) / keyword, chars / keyword)}
     try:
-        from labkit.embed import MiniLM             # weights verified, loaded offline, no progress bars
+        from labkit.embed import MiniLM
         model = MiniLM()
         model.embed(texts[:4])                      # warm up
         dense = best(lambda: model.embed(texts), repeat=3)
@@ -79,7 +81,7 @@ def main():
         plain, guarded = per_turn_us(turns, False), per_turn_us(turns, True)
         extra.append(guarded - plain)
         print(f"{turns:>13} {plain:>11.0f} {guarded:>9.0f} {guarded / plain:>5.1f}x")
-    sets = g.load_injections()
+    sets = load_injections()
     texts = [a["text"] for a in sets["attacks"]] + [b["text"] for b in sets["benign"]]
     rates = detector_rates(texts)
     print(f"\n{'detector':<18} {'texts/s':>10} {'chars/s':>12}   ({len(texts)} texts of the labelled set)")

@@ -13,7 +13,8 @@ import time
 from pathlib import Path
 
 from labkit.runtime import OperationStore, ToolRuntime, operation_id
-from labkit.tools import Tool, normalize_arguments, validate_arguments
+from labkit.schema import normalize_arguments, validate_arguments
+from labkit.tools import Tool
 
 SCHEMA = {"type": "object", "additionalProperties": False, "required": ["order_id", "amount"],
           "properties": {"order_id": {"type": "string"}, "amount": {"type": "integer"}}}

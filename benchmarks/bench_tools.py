@@ -9,7 +9,9 @@ import timeit
 import fastjsonschema
 import jsonschema
 
-from labkit.tools import ArgumentError, calculate, get_weather, tool, validate_arguments
+from labkit.schema import ArgumentError, validate_arguments
+from labkit.toolbox import calculate, get_weather
+from labkit.tools import tool
 
 
 @tool

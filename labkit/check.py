@@ -4,27 +4,19 @@ Built in 01_setup. `check(fn, "02_tools")` runs the task's hidden cases against 
 function and prints one line per case: ok, or FAIL with what happened and a hint that fits it (a
 wrong value, an exception, a missing one). An exception in the learner's code is reported in one
 line, never as a wall of traceback; a function whose parameters do not fit the cases is told so
-once, with the parameters the task expects. Each stage module defines its `TASK` (cases plus a
-reference solution); tests prove every reference passes its own cases.
+once, with the parameters the task expects. The tasks (cases plus a reference solution) are in
+labkit/tasks.py; tests prove every reference passes its own cases.
 
 Deliberately left out: timeouts for runaway learner code, sandboxing, grading beyond pass/fail.
 """
 import copy
-import importlib
 import inspect
 from dataclasses import dataclass, field
 
 from .errors import UserError
+from .trace import clip
 
-TASK_MODULES = {                          # notebook -> the module that defines its TASK
-    "01_setup": "labkit.live",
-    "02_tools": "labkit.tools",
-    "03_memory": "labkit.memory",
-    "04_loop": "labkit.loop",
-    "05_guardrails": "labkit.guardrails",
-    "06_rag": "labkit.rag",
-    "07_runtime": "labkit.runtime",
-}
+NOTEBOOKS = ("01_setup", "02_tools", "03_memory", "04_loop", "05_guardrails", "06_rag", "07_runtime")
 
 
 @dataclass
@@ -67,11 +59,6 @@ class Failure:
     hint: str                             # what to do about what happened
 
 
-def _short(value, limit=120):
-    text = " ".join(repr(value).split())
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
 def _raised(exc):
     first = str(exc).splitlines()[0][:100] if str(exc) else ""
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
@@ -97,9 +84,11 @@ def _judged(judge, got, expected, otherwise):
 
 def load_task(name):
     """The Task for a notebook name. Example: load_task("01_setup").title"""
-    if name not in TASK_MODULES:
-        raise UserError(f"there is no task {name!r} — use one of {', '.join(TASK_MODULES)}")
-    return importlib.import_module(TASK_MODULES[name]).TASK
+    if name not in NOTEBOOKS:
+        raise UserError(f"there is no task {name!r} — use one of {', '.join(NOTEBOOKS)}")
+    from .tasks import TASKS  # imported here: tasks.py builds on this module and every lesson
+
+    return TASKS[name]
 
 
 def signature_problem(fn, task):
@@ -138,20 +127,20 @@ def run_case(fn, case, compare, diagnose=None):
             return Failure(f"raised {_raised(exc)}, but should raise {case.raises.__name__}",
                            case.hint)
         return Failure(f"raised {_raised(exc)}", case.crash_hint or (
-            f"it should return {_short(case.expected, 60)} here: fix the line that raises "
+            f"it should return {clip(repr(case.expected), 60)} here: fix the line that raises "
             f"{type(exc).__name__} first"))
     if case.raises:
-        return Failure(f"returned {_short(got)} but should raise {case.raises.__name__}", case.hint)
+        return Failure(f"returned {clip(repr(got), 120)} but should raise {case.raises.__name__}", case.hint)
     if not _judged(case.compare or compare, got, case.expected, False):
         if got is None:                   # the commonest slip: a path with no return
             hint = "your function returned None: end every path with `return ...`"
         else:                             # the task may know better what this wrong value means
             hint = (diagnose and _judged(diagnose, got, case.expected, None)) or case.hint
-        return Failure(f"expected {_short(case.expected)}, got {_short(got)}", hint)
+        return Failure(f"expected {clip(repr(case.expected), 120)}, got {clip(repr(got), 120)}", hint)
     return None
 
 
-def check(fn, task, quiet=False):
+def check(fn, task: str | Task, quiet: bool = False) -> CheckResult:
     """Run a task's cases against `fn`, print ok/FAIL per case, and return a CheckResult.
 
     Example: check(my_read_output, "01_setup")   # prints "7/7 passed" when every case passes

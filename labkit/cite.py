@@ -121,9 +121,11 @@ def parse_answer(text):
     """
     raw = re.sub(r"^```(?:json)?\s*|\s*```$", "", text.strip())   # models like to add fences
     try:
-        data = json.loads(raw)
+        data, problem = json.loads(raw), None
     except json.JSONDecodeError as exc:
-        raise ModelBehaviorError(f"the answer is not JSON ({exc.msg} at char {exc.pos}) — {ANSWER_FORMAT}") from None
+        problem = f"the answer is not JSON ({exc.msg} at char {exc.pos}) — {ANSWER_FORMAT}"
+    if problem:                         # raised out here: the decoder's error is not its __context__
+        raise ModelBehaviorError(problem)
     if not isinstance(data, dict) or data.get("status") not in STATUSES or not isinstance(data.get("claims", []), list):
         raise ModelBehaviorError(f"the answer needs a status of {' or '.join(STATUSES)} and a claims list — "
                                  f"{ANSWER_FORMAT}")

@@ -1,16 +1,15 @@
-"""Settings, the offline/live switch, key hygiene, and one-line explanations of every failure.
+"""Settings, the offline/live switch, key hygiene, the data folders, and the doctor.
 
 Built in 01_setup. Settings come from the shell and from a `.env` file (the shell wins); each is
 checked as it is loaded, and a problem names the variable, where it was set and the fix.
-`explain(error)` turns any failure a learner can hit into "what happened — what to do".
 No key is printed, logged or stored by labkit: `redact()` scrubs every configured key (shell and
-.env, any length), anything key-like, and credentials in URLs.
+.env, any length), anything key-like, and credentials in URLs. The explanation of failures lives
+beside the errors it explains (labkit.errors).
 
 Deliberately left out: config files other than .env, per-project profiles, proxy settings,
 Azure/OpenAI organisations. A stray OPENAI_BASE_URL is ignored on purpose (see `load_settings`).
 """
 import io
-import json
 import math
 import os
 import re
@@ -24,7 +23,7 @@ from pathlib import Path
 from dotenv import dotenv_values, find_dotenv
 from dotenv.parser import parse_stream
 
-from .errors import LabkitError, ServiceError, UserError
+from .errors import UserError, explain
 
 DEFAULT_MODEL = "gpt-5-mini"                 # the one default; override with OPENAI_MODEL
 OFFICIAL_BASE_URL = "https://api.openai.com/v1"
@@ -38,6 +37,10 @@ SHORT_KEY = 8              # a shorter key is scrubbed where it stands alone, no
 QUOTES = "\"'“”‘’"
 NO_ENV_FILE = "LABKIT_ENV_FILE names no file"
 REPO_ROOT = Path(__file__).resolve().parent.parent
+DATA_DIR = REPO_ROOT / "data"
+DOCS_DIR = DATA_DIR / "docs"                 # the teaching corpus and the lab pages
+EVALS_DIR = DATA_DIR / "evals"               # frozen scenario, attack and query sets
+RUNTIME_DIR = REPO_ROOT / ".runtime"         # git-ignored: the default stores and caches
 
 
 def shown_url(url):
@@ -191,6 +194,7 @@ def _set_in(where):
 
 
 def _clip(value, width=40):
+    """A setting's value cut to `width`, its characters exact: a stray space may be the problem."""
     text = str(value)
     return text if len(text) <= width else text[:width] + "..."
 
@@ -373,114 +377,6 @@ def redact(text, secrets=()):
     text = pattern.sub("[redacted]", text) if pattern else text
     text = _URL_CREDENTIALS.sub(r"\1***@", text)
     return _KEYLIKE.sub(lambda m: "sk-***" if m.group(1) else m.group(2) + "[redacted]", text)
-
-
-def _one_line(text, limit=300):
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-def _server_message(exc):
-    """The error message the server put in its JSON body, if any (redacted, short)."""
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        message = inner.get("message") if isinstance(inner, dict) else inner
-        if message:
-            return _one_line(redact(message), 160)
-    return ""
-
-
-def describe_failure(exc, model=DEFAULT_MODEL, base_url=OFFICIAL_BASE_URL, timeout=TIMEOUT_SECONDS,
-                     key_source=None):
-    """Map an SDK/network/parse exception to (labkit error class, one-line message).
-
-    key_source says where the key was set ("the shell", ".env line 7"): a 401's fix points there.
-    """
-    import openai                            # imported here: offline lessons never need it
-
-    where = "the OpenAI API" if base_url == OFFICIAL_BASE_URL else shown_url(base_url)
-    said = _server_message(exc)
-    said = f" (server said: {said})" if said else ""
-    status = getattr(exc, "status_code", None)
-    if isinstance(exc, openai.APITimeoutError):
-        return ServiceError, (f"timeout: {where} did not answer within {timeout:g} s — try again; "
-                              "if it keeps happening check your network or raise LABKIT_TIMEOUT")
-    if isinstance(exc, openai.APIConnectionError):
-        return ServiceError, (f"connection failed: could not reach {where} (connection refused or "
-                              "no network) — check your connection; for a local server, is it running "
-                              "and is LABKIT_BASE_URL right?")
-    if isinstance(exc, openai.AuthenticationError):
-        name = "OPENAI_API_KEY" if base_url == OFFICIAL_BASE_URL else "LABKIT_API_KEY"
-        fix = (f"{name} is set in the shell, which wins over .env: fix it there or unset it"
-               if key_source == "the shell" else
-               f"put a valid key in {key_source or '.env'} as {name}=... (no quotes)")
-        return UserError, (f"401 unauthorized: {where} rejected the API key{said} — {fix}, then "
-                           "restart the kernel")
-    if isinstance(exc, openai.PermissionDeniedError):
-        return UserError, (f"403 forbidden: this key may not use model {model!r} or this project"
-                           f"{said} — check the key's project and model permissions, or pick another "
-                           "OPENAI_MODEL")
-    if isinstance(exc, openai.NotFoundError):
-        hint = ("check the spelling of OPENAI_MODEL, or pick a model your key can use"
-                if base_url == OFFICIAL_BASE_URL else
-                "check OPENAI_MODEL (the server's model name) and that LABKIT_BASE_URL ends in /v1")
-        return UserError, (f"404 not found: model {model!r} does not exist or this key cannot use it"
-                           f"{said} — {hint}")
-    if isinstance(exc, openai.RateLimitError):
-        if "quota" in said.lower() or "billing" in said.lower():
-            return ServiceError, (
-                f"429 quota exceeded: the account behind this key has no credit left{said} — add "
-                "billing credit, or work offline (LABKIT_MODE=offline)")
-        return ServiceError, (f"429 rate limited: too many requests{said} — wait a minute and run "
-                              "the cell again")
-    if isinstance(exc, openai.APIStatusError) and status and status >= 500:
-        return ServiceError, (f"{status} server error at {where}{said} — not your fault; try again "
-                              "in a minute")
-    if isinstance(exc, openai.APIStatusError):
-        return UserError, (f"{status} request refused by {where}{said} — compare the request with "
-                           "model.request_preview(messages, tools)")
-    if isinstance(exc, (json.JSONDecodeError, ValueError)) and not isinstance(exc, LabkitError):
-        return ServiceError, (f"bad response: {where} answered with truncated or invalid JSON — try "
-                              "again; if it repeats, the server or a proxy is cutting replies short")
-    return LabkitError, _one_line(f"{type(exc).__name__}: {redact(exc)}")
-
-
-def call_service(send, model=DEFAULT_MODEL, base_url=OFFICIAL_BASE_URL, timeout=TIMEOUT_SECONDS,
-                 key_source=None, secrets=()):
-    """Return send(); an SDK or network failure becomes one labkit error that keeps nothing of it.
-
-    Example: call_service(lambda: client.responses.create(**body), "gpt-5-mini", secrets=(key,))
-    """
-    try:
-        return send()
-    except Exception as exc:
-        cls, message = describe_failure(exc, model, base_url, timeout, key_source)
-        error = cls(redact(message, secrets))
-        if isinstance(error, ServiceError):
-            error.status = getattr(exc, "status_code", None)
-    # subtle: raised after the except block, so the SDK's exception (a 401 quotes the key) is not
-    # its __context__; `from None` inside the block would only hide the chain from tracebacks
-    raise error from None
-
-
-def explain(error):
-    """One line, "what happened — what to do", for any failure (or an incomplete Reply).
-
-    Example: explain(UserError("OPENAI_API_KEY is not set — ..."))  ->  that same line
-    """
-    if getattr(error, "status", None) == "incomplete" and hasattr(error, "tool_calls"):  # a Reply
-        reason = getattr(error, "incomplete_reason", None) or "unknown"
-        return (f"incomplete reply: the model stopped early ({reason}) — raise max_output_tokens, "
-                "shorten the input, or treat the partial text as unfinished")
-    if isinstance(error, LabkitError):
-        return _one_line(redact(error))
-    try:                                     # name the model and endpoint the learner configured
-        s = load_settings()
-        context = {"model": s.model, "base_url": s.base_url, "timeout": s.timeout}
-    except UserError:
-        context = {}
-    return _one_line(describe_failure(error, **context)[1])
 
 
 def _package_report():

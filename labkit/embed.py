@@ -18,8 +18,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .config import REPO_ROOT, call_service, load_settings
-from .errors import UserError
+from .config import RUNTIME_DIR, load_settings
+from .errors import UserError, call_service
+from .live import openai_client
 
 MINILM_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 # Where this value comes from: the Git LFS pointer of model.safetensors in the Hugging Face repo
@@ -27,7 +28,7 @@ MINILM_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 # 90,868,376 bytes); HF file pages show it as "Git LFS Details: SHA256", and independent projects
 # pin the same value. It was found with a search, not computed from the package it checks.
 MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
-CACHE_DIR = REPO_ROOT / ".runtime" / "embeddings"     # .runtime/ is git-ignored
+CACHE_DIR = RUNTIME_DIR / "embeddings"
 _MAGIC = b"labkit-embeddings-v1 "                      # header: magic + sha256 of the payload
 
 
@@ -105,16 +106,12 @@ class OpenAIEmbedder:
 
     def __init__(self, model="text-embedding-3-small", settings=None, batch_size=256):
         s = settings or load_settings(mode="live")
-        problem = s.key_problem()
-        if problem:
-            raise UserError(problem)
-        import openai
+        self._client = openai_client(s.api_key, s.base_url, s.timeout, s.max_retries, s.key_name,
+                                     s.key_source)
         self.name, self.base_url, self.timeout, self.batch_size = model, s.base_url, s.timeout, batch_size
         self.identity = f"{model}@{s.base_url}"
         self.dim = None                                  # known after the first call
         self.key_source = s.key_source                   # where the key was set, for a 401's fix
-        self._client = openai.OpenAI(api_key=s.api_key or "no-key-needed", base_url=s.base_url,
-                                     timeout=s.timeout, max_retries=s.max_retries)
 
     def embed(self, texts):
         rows = []

@@ -10,11 +10,10 @@ Deliberately left out: streaming, images and audio, structured outputs, async, a
 """
 import json
 
-from .config import (DEFAULT_MODEL, OFFICIAL_BASE_URL, TIMEOUT_SECONDS, call_service,
-                     checked_retries, checked_timeout, key_problem, load_settings, redact,
-                     shown_url)
-from .errors import ServiceError, UserError
-from .models import Reply, ScriptedModel, ToolCall, Usage, as_tool_spec, check_pairing
+from .config import (DEFAULT_MODEL, OFFICIAL_BASE_URL, TIMEOUT_SECONDS, checked_retries,
+                     checked_timeout, key_problem, load_settings, redact, shown_url)
+from .errors import ServiceError, UserError, call_service
+from .models import Reply, ScriptedModel, ToolCall, Usage, check_pairing, tighter, to_api
 
 
 def read_output(items):
@@ -66,8 +65,7 @@ def responses_body(model, messages, tools=(), replay_reasoning=False, max_output
                   for c in m.tool_calls]
     body = {"model": model, "input": items, "store": False}
     if tools:
-        body["tools"] = [{"type": "function", "name": s.name, "description": s.description,
-                          "parameters": s.parameters, "strict": s.strict} for s in map(as_tool_spec, tools)]
+        body["tools"] = [to_api(t, "responses") for t in tools]
     if replay_reasoning:
         body["include"] = ["reasoning.encrypted_content"]
     if max_output_tokens:
@@ -90,9 +88,7 @@ def chat_body(model, messages, tools=(), max_output_tokens=None):
             out.append({"role": m.role, "content": m.content})
     body = {"model": model, "messages": out}
     if tools:
-        body["tools"] = [{"type": "function", "function": {"name": s.name, "description": s.description,
-                                                           "parameters": s.parameters, "strict": s.strict}}
-                         for s in map(as_tool_spec, tools)]
+        body["tools"] = [to_api(t, "chat") for t in tools]
     if max_output_tokens:
         body["max_completion_tokens"] = max_output_tokens
     return body
@@ -119,33 +115,46 @@ def _usage(data, names):
     return Usage(inp, out, int(raw.get("total_tokens") or inp + out))
 
 
+def openai_client(api_key=None, base_url=OFFICIAL_BASE_URL, timeout=TIMEOUT_SECONDS, max_retries=0,
+                  key_name="OPENAI_API_KEY", key_source=None):
+    """The one way labkit makes an `openai.OpenAI` client: the key and the settings checked first.
+
+    Live models and live embeddings (labkit.embed) both get their client here.
+    Example: openai_client(settings.api_key, settings.base_url).models.list()
+    """
+    problem = key_problem(api_key, base_url == OFFICIAL_BASE_URL, key_name, key_source)
+    if problem:
+        raise UserError(problem)
+    timeout, max_retries = checked_timeout(timeout), checked_retries(max_retries)
+    import openai  # imported here: offline lessons never need it
+
+    # subtle: base_url is always passed, so the SDK never reads a stray OPENAI_BASE_URL
+    return openai.OpenAI(api_key=api_key or "no-key-needed", base_url=base_url, timeout=timeout,
+                         max_retries=max_retries)
+
+
 class _LiveModel:
     """What both adapters share: settings, sending, turning SDK failures into labkit errors."""
 
     def __init__(self, model=DEFAULT_MODEL, *, api_key=None, base_url=OFFICIAL_BASE_URL,
                  timeout=TIMEOUT_SECONDS, max_retries=0, key_name="OPENAI_API_KEY", key_source=None,
                  max_output_tokens=None):
-        problem = key_problem(api_key, base_url == OFFICIAL_BASE_URL, key_name, key_source)
-        if problem:
-            raise UserError(problem)
-        timeout, max_retries = checked_timeout(timeout), checked_retries(max_retries)
-        import openai
+        self._client = openai_client(api_key, base_url, timeout, max_retries, key_name, key_source)
         # the URL as shown (a password in it masked); the client keeps the real one, and the key
-        self.model, self.base_url, self.timeout = model, shown_url(base_url), timeout
+        self.model, self.base_url = model, shown_url(base_url)
+        self.timeout = self._client.timeout
         self.key_source = key_source            # where the key was set, for a 401's fix
-        self.max_output_tokens = max_output_tokens  # a server-side cap on each reply; None: the server's default
+        self.max_output_tokens = max_output_tokens  # a cap on each reply; None: the server's default
         self.usage = Usage()                    # sums only what the server reported
         self.unreported_turns = 0               # replies that came without usage
-        # subtle: base_url is always passed, so the SDK never reads a stray OPENAI_BASE_URL
-        self._client = openai.OpenAI(api_key=api_key or "no-key-needed", base_url=base_url,
-                                     timeout=timeout, max_retries=max_retries)
 
     def _redact(self, text):
         """text without this model's key (which need not be a configured one)."""
         return redact(text, (self._client.api_key,))
 
-    def respond(self, messages, tools=()):
-        body = self.request_preview(messages, tools)
+    def respond(self, messages: list, tools=(), max_output_tokens: int | None = None) -> Reply:
+        """Send the messages; cap the reply at the tighter of the model's and this call's cap."""
+        body = self.request_preview(messages, tools, max_output_tokens)
         raw = call_service(lambda: self._send(body), self.model, self.base_url, self.timeout,
                            self.key_source, (self._client.api_key,))
         if isinstance(raw, str):                # the SDK hands back text when the body was not JSON
@@ -179,9 +188,10 @@ class ResponsesModel(_LiveModel):
         super().__init__(model, **options)
         self.replay_reasoning = replay_reasoning
 
-    def request_preview(self, messages, tools=()):
+    def request_preview(self, messages, tools=(), max_output_tokens=None):
         """The exact JSON body this model would POST to /responses. Example: model.request_preview(msgs)"""
-        return responses_body(self.model, messages, tools, self.replay_reasoning, self.max_output_tokens)
+        cap = tighter(self.max_output_tokens, max_output_tokens)
+        return responses_body(self.model, messages, tools, self.replay_reasoning, cap)
 
     def _send(self, body):
         return self._client.responses.create(**body)
@@ -206,9 +216,9 @@ class ChatModel(_LiveModel):
     Example: ChatModel("llama3.2", base_url="http://127.0.0.1:11434/v1").respond([user("ping")])
     """
 
-    def request_preview(self, messages, tools=()):
+    def request_preview(self, messages, tools=(), max_output_tokens=None):
         """The exact JSON body this model would POST to /chat/completions."""
-        return chat_body(self.model, messages, tools, self.max_output_tokens)
+        return chat_body(self.model, messages, tools, tighter(self.max_output_tokens, max_output_tokens))
 
     def _send(self, body):
         return self._client.chat.completions.create(**body)
@@ -241,9 +251,6 @@ def connect(mode=None, script=(), max_output_tokens=None):
     s = load_settings(mode)
     if s.mode == "offline":
         return ScriptedModel(script)
-    problem = s.key_problem()
-    if problem:
-        raise UserError(problem)
     cls = ResponsesModel if s.api == "responses" else ChatModel
     return cls(s.model, api_key=s.api_key, base_url=s.base_url, timeout=s.timeout,
                max_retries=s.max_retries, key_name=s.key_name, key_source=s.key_source,
@@ -258,36 +265,3 @@ def describe(model):
     where = "the OpenAI API" if model.base_url == OFFICIAL_BASE_URL else model.base_url
     api = "Responses API" if isinstance(model, ResponsesModel) else "Chat Completions API"
     return f"live: {model.model} via {where} ({api}); answers vary from run to run."
-
-
-# ---------------------------------------------------------------- 01_setup hands-on task
-
-def _task():
-    from .check import Case, Task
-    msg = lambda *texts: {"type": "message", "role": "assistant",
-                          "content": [{"type": "output_text", "text": t} for t in texts]}
-    fc = lambda call_id, name, args: {"type": "function_call", "call_id": call_id, "name": name,
-                                      "arguments": args}
-    weather = fc("call_a", "get_weather", '{"city": "Paris"}')
-    a = ToolCall("call_a", "get_weather", '{"city": "Paris"}')
-    b = ToolCall("call_b", "calculate", '{"expression": "2+2"}')
-    return Task("read a Responses API `output` list into (text, [ToolCall, ...])", [
-        Case("one message, no calls", ([msg("pong")],), ("pong", []),
-             "a message item keeps its text in content[i]['text']"),
-        Case("one function call", ([weather],), ("", [a]),
-             "build ToolCall(item['call_id'], item['name'], item['arguments']); use call_id, not id",
-             crash_hint="a function_call item has no 'content': look at item['type'] first"),
-        Case("a reasoning item before the call", ([{"type": "reasoning", "id": "rs_1", "summary": []}, weather],),
-             ("", [a]), "skip items whose type you do not handle (reasoning, web_search_call, ...)",
-             crash_hint="a reasoning item has no 'content' or 'name': skip types you do not handle"),
-        Case("two parallel calls keep their order", ([weather, fc("call_b", "calculate", '{"expression": "2+2"}')],),
-             ("", [a, b]), "append calls in the order they appear"),
-        Case("text split into two parts", ([msg("Hel", "lo")],), ("Hello", []),
-             "join all output_text parts of a message with ''"),
-        Case("text and a call in one reply", ([msg("Checking."), weather],), ("Checking.", [a]),
-             "a reply can hold a message and calls at once; keep both"),
-        Case("empty output", ([],), ("", []), "no items: return ('', [])"),
-    ], reference=read_output)
-
-
-TASK = _task()

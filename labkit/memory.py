@@ -5,11 +5,10 @@ keeps every replaced value in a history table, resolves a conflicting statement 
 wins and says so, and never returns expired items or another tenant's items. `recall` ranks by
 (relevance x recency) x (0.8 + 0.4 x importance), relevance = IDF-weighted keyword overlap.
 `WorkingMemory` is the in-process scratchpad; `consolidate` promotes what matters. The command line
-is `python -m labkit.memory set|list|delete|export`. Notes for long tasks live in labkit/notes.py.
+is `python -m labkit memory set|list|delete|export` (labkit/__main__.py). Notes for long tasks live in labkit/notes.py.
 Deliberately left out: embeddings (06_rag), stemming, encryption at rest, spotting contradictions in
 free text (a model's job; here the id names what a memory is about), power-loss durability (FULL sync).
 """
-import argparse
 import heapq
 import json
 import math
@@ -23,9 +22,10 @@ from datetime import datetime, timezone
 from itertools import count
 from pathlib import Path
 
-from .config import REPO_ROOT, redact
-from .errors import LabkitError, ServiceError, ToolError, UserError
-from .tools import WHOLE_CHARACTERS, Tool, approved, check_text, required_id, unencodable
+from .config import redact
+from .errors import ServiceError, ToolError, UserError
+from .schema import WHOLE_CHARACTERS, check_text, required_id, unencodable
+from .tools import Tool, approved
 
 KINDS = ("preference", "fact", "episode", "note")
 SOURCES = ("user", "assistant", "tool")   # who said it; only "user" is explicit
@@ -34,7 +34,6 @@ TTL_DAYS = (1, 365)
 DAY = 86400.0
 HALF_LIFE_DAYS = 30.0                     # recency halves every 30 days without an update
 PROMOTE_AT = 0.7                          # working-memory importance that earns long-term storage
-CLI_PATH = REPO_ROOT / ".runtime" / "memory.sqlite3"   # not the current folder: one store wherever you run it
 STOPWORDS = frozenset("a about an and are as at be by can could did do does for from has have he her his how i "
                       "in is it its me my of on or she should that the their them they this to was we were what "
                       "when where which who why will with would you your user users".split())
@@ -279,7 +278,9 @@ class MemoryStore:
             fix = ("it is not a SQLite database — pass a memory store or a new file"
                    if "not a database" in str(exc) else
                    f"SQLite says {exc} — check that the file and its folder are writable")
-            raise UserError(f"{cannot} {fix}") from None
+        else:
+            return
+        raise UserError(f"{cannot} {fix}")      # out here: sqlite's error is not its __context__
 
     def close(self):
         self.db.close()
@@ -301,11 +302,11 @@ class MemoryStore:
             except sqlite3.OperationalError as exc:
                 if not _busy(exc):
                     raise
-                if number == self.retries:
-                    raise ServiceError(f"the memory file is busy: another process kept its write lock through "
-                                       f"{self.retries + 1} tries of {self.busy_timeout:g} s — try again, or "
-                                       "give MemoryStore a longer busy_timeout") from None
+            if number < self.retries:
                 time.sleep(self.backoff * 2 ** number)
+        raise ServiceError(f"the memory file is busy: another process kept its write lock through "
+                           f"{self.retries + 1} tries of {self.busy_timeout:g} s — try again, or "
+                           "give MemoryStore a longer busy_timeout")
 
     def _write(self, work):
         """Run work(db) in one BEGIN IMMEDIATE transaction: all of it commits, or none of it."""
@@ -641,9 +642,11 @@ def memory_tools(store, tenant, confirm=None, limit=5):
 
     def recall(query):
         try:
-            hits = store.recall(tenant, query, limit=limit)
+            hits, problem = store.recall(tenant, query, limit=limit), None
         except UserError as exc:
-            raise ToolError(str(exc), "bad_query") from None
+            hits, problem = [], str(exc)
+        if problem:                     # the model's query to fix, raised outside the except block
+            raise ToolError(problem, "bad_query")
         return [{"id": h.memory.id, "kind": h.memory.kind, "content": h.memory.content, "score": round(h.score, 3)}
                 for h in hits]
 
@@ -664,128 +667,7 @@ def memory_tools(store, tenant, confirm=None, limit=5):
     ]
 
 
-# ---------------------------------------------------------------- command line
+if __name__ == "__main__":      # python -m labkit.memory: the same command line as python -m labkit memory
+    from labkit.__main__ import memory_main
 
-class _Parser(argparse.ArgumentParser):
-    """argparse, with a usage mistake reported in one line too (what is wrong — where help is)."""
-
-    def error(self, message):
-        self.exit(2, f"error: {message} — see {self.prog} --help\n")
-
-
-def _cli_parser():
-    common = _Parser(add_help=False)
-    common.add_argument("--db", default=str(CLI_PATH), help="the SQLite file (default: .runtime/memory.sqlite3 "
-                        "in the repository root, whatever folder you run from: %(default)s)")
-    common.add_argument("--tenant", default="me", help="whose memories (default: %(default)s)")
-    parser = _Parser(prog="python -m labkit.memory",
-                                     description="See, change, delete and export what the agent remembers. The "
-                                     "store is .runtime/memory.sqlite3 in the repository root, whatever folder you "
-                                     "run from; --db picks another file.")
-    commands = parser.add_subparsers(dest="command", required=True)
-    put = commands.add_parser("set", parents=[common], help="store or replace a memory; running it is your confirmation")
-    put.add_argument("content")
-    put.add_argument("--id", help="the slot, e.g. units; the same id replaces the old value")
-    put.add_argument("--kind", default="preference", help=f"one of {', '.join(KINDS)}")
-    put.add_argument("--importance", type=float, default=0.5)
-    put.add_argument("--ttl-days", type=float, default=90)
-    commands.add_parser("list", parents=[common], help="every live memory")
-    delete = commands.add_parser("delete", parents=[common], help="delete one memory and its history")
-    delete.add_argument("id")
-    commands.add_parser("export", parents=[common], help="everything stored about you, as JSON")
-    return parser
-
-
-def _default_folder():
-    """Create .runtime/ for the default store (only the default: a --db folder must exist)."""
-    try:
-        CLI_PATH.parent.mkdir(exist_ok=True)
-    except OSError as exc:
-        raise UserError(f"cannot create the folder {str(CLI_PATH.parent)!r} for the default store "
-                        f"({exc.strerror}) — pass --db with a file in a folder you can write"
-                        ) from None
-
-
-def main(argv=None, clock=time.time):
-    """The command line: one line on stderr and exit code 2 for any problem, never a traceback.
-
-    Example: python -m labkit.memory set "Prefers metric units" --id units
-    """
-    args = _cli_parser().parse_args(argv)
-    try:
-        # bad bytes arrive as lone surrogates: refused first (a --db path may hold any bytes)
-        for name, value in vars(args).items():
-            if name != "db" and isinstance(value, str):
-                check_text(value, name, UserError)
-        if args.db == str(CLI_PATH):
-            _default_folder()
-        with MemoryStore(args.db, clock=clock) as store:
-            if args.command == "set":
-                ttl = int(args.ttl_days) if float(args.ttl_days).is_integer() else args.ttl_days
-                result = store.write(args.tenant, args.content, id=args.id, kind=args.kind, confirmed=True,
-                                     importance=args.importance, ttl_days=ttl)
-                print(f"{result.status} {result.memory.id}: {result.message}")
-            elif args.command == "list":
-                now = clock()
-                for m in store.list(args.tenant):
-                    print(f"{m.id}  {m.kind}  {m.content!r}  importance {m.importance:g}, "
-                          f"expires in {round((m.expires_at - now) / DAY)} days")
-                print(f"{store.count(args.tenant)} memories for tenant {args.tenant!r}")
-            elif args.command == "delete":
-                print(f"deleted {store.delete(args.tenant, args.id).id}")
-            else:
-                print(json.dumps(store.export(args.tenant), indent=2, ensure_ascii=False))
-    except LabkitError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except (sqlite3.Error, OSError) as exc:     # e.g. a file another program broke while we read it
-        print(f"error: the memory store {args.db!r} failed ({type(exc).__name__}: {exc}) — check "
-              "the file, or pass --db with a new file name", file=sys.stderr)
-        return 2
-    return 0
-
-
-# ---------------------------------------------------------------- 03_memory hands-on task
-
-def _task():
-    from .check import Case, Task
-    good = {"tenant": "ana", "kind": "preference", "content": "Prefers British spelling in drafts",
-            "source": "user", "confidence": 0.9, "importance": 0.6, "ttl_days": 180, "confirmed": True}
-
-    def bad(**changes):
-        return ({k: v for k, v in {**good, **changes}.items() if v is not ...},)
-
-    def extra_names(got, expected):       # each case's hint is about a missing name, not an extra
-        extra = sorted(set(got) - set(expected)) if isinstance(got, (list, tuple, set, dict)) else []
-        return f"{', '.join(extra)} is fine in this record: flag only what is wrong" if extra else None
-    return Task("validate a memory record for a writing assistant: return the names of the wrong fields", [
-        Case("a good record has no problems", (dict(good),), [], "return [] (or {}) when every field is fine"),
-        Case("not confirmed by the user", bad(confirmed=False), ["confirmed"],
-             "only what the user confirmed may be stored: confirmed must be True"),
-        Case("confirmed='yes' is not True", bad(confirmed="yes"), ["confirmed"],
-             "require the boolean True (`is True`), not any truthy value"),
-        Case("an unknown kind", bad(kind="style"), ["kind"], f"kind must be one of {KINDS}"),
-        Case("blank content", bad(content="   "), ["content"], "strip the content; empty means nothing to remember"),
-        Case("content too long", bad(content="x" * (MAX_CHARS + 1)), ["content"],
-             f"at most {MAX_CHARS} characters: a memory is a sentence, not a document"),
-        Case("a secret in the content", bad(content="My API key is sk-abcdef1234567890"), ["content"],
-             "never store keys: reject content where labkit.redact(content) != content"),
-        Case("ttl of 0 days", bad(ttl_days=0), ["ttl_days"], f"ttl_days must be from {TTL_DAYS[0]} to {TTL_DAYS[1]}"),
-        Case("ttl over a year", bad(ttl_days=366), ["ttl_days"], "nothing is kept for more than 365 days"),
-        Case("no ttl at all", bad(ttl_days=...), ["ttl_days"], "a missing ttl_days is a problem: nothing is kept forever",
-             crash_hint="a field can be missing: read it with record.get('ttl_days')"),
-        Case("importance above 1", bad(importance=1.5), ["importance"], "importance is a number from 0 to 1"),
-        Case("confidence given as True", bad(confidence=True), ["confidence"],
-             "bool is a subclass of int in Python: reject it explicitly"),
-        Case("an unknown source", bad(source="web"), ["source"], f"source must be one of {SOURCES}"),
-        Case("an empty tenant", bad(tenant=""), ["tenant"], "every memory belongs to someone: tenant is required"),
-        Case("three problems at once", bad(kind="mood", importance=-1, confirmed=False),
-             ["confirmed", "importance", "kind"], "report every problem, not only the first one"),
-    ], reference=record_problems, diagnose=extra_names,
-        compare=lambda got, expected: isinstance(got, (list, tuple, set, dict)) and sorted(got) == expected)
-
-
-TASK = _task()
-
-if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(memory_main(prog="python -m labkit.memory"))

@@ -1,8 +1,9 @@
-"""Messages, replies, and the scripted model. A model is anything with `respond(messages, tools) -> Reply`.
+"""Messages, replies, tool specs and the scripted model.
 
-Built in 01_setup. `ScriptedModel` is the offline default: its steps are literally what a model
-would say (`say`, `call`), nothing more; everything around it (tools, loop, storage) runs for real.
-The live models that speak to a real API are in live.py and return the same Reply.
+A model is anything with `respond(messages, tools) -> Reply`. Built in 01_setup. `ScriptedModel` is
+the offline default: its steps are literally what a model would say (`say`, `call`), nothing more;
+everything around it (tools, loop, storage) runs for real. `to_api` renders a tool spec for the
+APIs. The live models that speak to a real API are in live.py and return the same Reply.
 
 Deliberately left out: streaming, images and audio, structured outputs, async.
 """
@@ -138,6 +139,27 @@ def as_tool_spec(tool):
     return ToolSpec(get("name"), get("description", ""), get("parameters"), get("strict", True))
 
 
+def to_api(tool, api):
+    """A tool spec as the Responses API or the Chat Completions API wants it in `tools=[...]`.
+
+    The one renderer: the live adapters, request previews and ToolRegistry.specs all use it.
+    Example: to_api(get_weather, "chat")  ->  {"type": "function", "function": {"name": ...}}
+    """
+    s = as_tool_spec(tool)
+    spec = {"name": s.name, "description": s.description, "parameters": s.parameters,
+            "strict": s.strict}
+    if api == "responses":
+        return {"type": "function", **spec}
+    if api == "chat":
+        return {"type": "function", "function": spec}
+    raise UserError(f"api {api!r} is not one of responses, chat")
+
+
+def tighter(cap, other):
+    """The smaller of two output caps, where None means no cap. Example: tighter(None, 50) -> 50"""
+    return other if cap is None else cap if other is None else min(cap, other)
+
+
 def estimate_tokens(text):
     """A rough token count: about 4 characters per token in English, 1 per CJK character.
 
@@ -215,7 +237,8 @@ class ScriptedModel:
     A step is a Step (`say`, `call`, ...) or a function (messages, tools) -> Step for a lesson
     about reacting to input. It records what it was shown (`seen`), fails loudly when the script
     runs out, and `unused()` lists steps never reached. Usage is estimated, and marked so.
-    Set `max_output_tokens` to cut a longer reply the way a server does (status "incomplete").
+    Set `max_output_tokens` (or pass it to one `respond` call) to cut a longer reply the way a
+    server does (status "incomplete").
 
     Example: ScriptedModel([say("pong")]).respond([user("ping")]).text  ->  "pong"
     """
@@ -228,7 +251,8 @@ class ScriptedModel:
         self.max_output_tokens = None     # None: no cap; else replies are cut to fit, as a server does
         self._ids = count(1)
 
-    def respond(self, messages, tools=()):
+    def respond(self, messages, tools=(), max_output_tokens=None):
+        """The next step as a Reply, cut to the tighter of the model's and this call's cap."""
         self.seen.append(Seen(copy.deepcopy(list(messages)), [as_tool_spec(t).name for t in tools]))
         if not self.steps:
             raise UserError("this scripted model has no steps — offline, pass the script: "
@@ -243,7 +267,8 @@ class ScriptedModel:
             step = step(messages, tools)            # a computed step reacts to what it was shown
         if not isinstance(step, Step):
             raise UserError(f"script step {self.position} is {step!r}, not a step — use say(...) or call(...)")
-        text, said, status, reason = self._capped(step)
+        cap = tighter(self.max_output_tokens, max_output_tokens)
+        text, said, status, reason = self._capped(step, cap)
         calls = [ToolCall(f"call_{next(self._ids)}", name, arguments) for name, arguments in said]
         spoken = text + _said(said)
         usage = Usage(estimate_messages(messages), estimate_tokens(spoken), estimated=True)
@@ -251,10 +276,10 @@ class ScriptedModel:
         self.usage = self.usage + usage
         return Reply(text, calls, usage, status, reason)
 
-    def _capped(self, step):
+    def _capped(self, step, cap):
         """(text, calls, status, reason) as a server with max_output_tokens returns them: text cut to fit,
         then only the calls that fit whole, and status "incomplete" when anything was cut."""
-        cap, calls = self.max_output_tokens, step.calls
+        calls = step.calls
         if cap is None or estimate_tokens(step.text + _said(calls)) <= cap:
             return step.text, calls, step.status, step.incomplete_reason
         low, high = 0, len(step.text)       # the longest prefix of the text that fits

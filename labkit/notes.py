@@ -20,7 +20,7 @@ import yaml
 
 from .errors import UserError
 from .memory import idf, iso, tokens
-from .tools import check_text, required_id
+from .schema import check_text, required_id
 from .trace import clip
 
 TYPES = ("task_state", "conclusion", "blocker", "action", "reference")
@@ -107,8 +107,10 @@ class NoteBook:
         try:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError:
+            text = None                 # raised below, so the decoder's error is not its __context__
+        if text is None:
             raise UserError(f"note file {path.name} is not UTF-8 text — save it as UTF-8, or "
-                            "delete it") from None
+                            "delete it")
         head, sep, body = text[4:].partition("\n---\n")
         try:
             meta = yaml.safe_load(head) if text.startswith("---\n") and sep else None

@@ -9,7 +9,6 @@ Deliberately left out: stemming, stopwords and real Chinese word segmentation (c
 stand in; production uses a segmenter such as jieba or a search engine's CJK analyzer), rerankers,
 incremental index updates, and a trained model to judge support (a lexical check stands in).
 """
-import json
 import numbers
 import re
 from dataclasses import dataclass
@@ -17,11 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .config import REPO_ROOT
+from .config import DOCS_DIR
 from .errors import ToolError, UserError
+from .tools import Tool
 
-DOCS_DIR = REPO_ROOT / "data" / "docs"
-EVALS_DIR = REPO_ROOT / "data" / "evals"
 # The teaching corpus of this lesson. data/docs also holds files for other lessons; naming ours
 # keeps every figure in 06_rag the same when someone adds a document there.
 CORPUS = ("api-keys", "context-windows", "embeddings", "evaluation", "idempotency", "prompt-injection",
@@ -383,7 +381,6 @@ def get_document(library, source_id):
 
 def source_tools(library, method="bm25"):
     """search_local_sources and get_document as labkit Tools bound to `library`. Example: source_tools(lib)"""
-    from .tools import Tool
     search = Tool("search_local_sources", "Search the local documents. Returns previews with source_id; "
                   "read one in full with get_document.",
                   {"type": "object", "properties": {"query": {"type": "string", "description": "a few keywords"}},
@@ -395,87 +392,3 @@ def source_tools(library, method="bm25"):
                 "required": ["source_id"], "additionalProperties": False},
                lambda source_id: get_document(library, source_id))
     return [search, get]
-
-
-# ---------------------------------------------------------------- evaluation
-
-def load_queries(path=EVALS_DIR / "rag_queries.jsonl"):
-    """The frozen query set: [{"id", "query", "expected": [source_id, ...], "kind"}]; [] = no answer."""
-    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def rank_metrics(ranked, relevant, k=5):
-    """(recall@k, reciprocal rank, nDCG@10) of one ranked list of ids against the relevant ids.
-
-    Example: rank_metrics(["a", "b"], {"b"}, k=1)  ->  (0.0, 0.5, 0.6309...)
-    """
-    relevant = set(relevant)
-    recall = len(relevant & set(ranked[:k])) / len(relevant)
-    rr = next((1 / rank for rank, item in enumerate(ranked, 1) if item in relevant), 0.0)
-    dcg = sum(1 / np.log2(rank + 1) for rank, item in enumerate(ranked[:10], 1) if item in relevant)
-    ideal = sum(1 / np.log2(rank + 1) for rank in range(1, min(len(relevant), 10) + 1))
-    return recall, rr, float(dcg / ideal)
-
-
-def evaluate(library, queries, method, k=5):
-    """Mean Recall@k, MRR and nDCG@10 over answerable queries; refusal accuracy over all of them.
-
-    Example: evaluate(library, load_queries(), "bm25")  ->  {"recall": 0.9, "mrr": ..., ...}
-    """
-    rows, correct = [], 0
-    for q in queries:
-        hits = library.search(q["query"], 10, method)
-        correct += library.answerable(hits) == bool(q["expected"])
-        if q["expected"]:
-            rows.append(rank_metrics([h.chunk.source_id for h in hits], q["expected"], k))
-    recall, mrr, ndcg = (float(np.mean(column)) for column in zip(*rows))
-    return {"method": method, f"recall@{k}": recall, "mrr": mrr, "ndcg@10": ndcg,
-            "refusal_accuracy": correct / len(queries)}
-
-
-def eval_table(library, queries, methods=("bm25", "dense", "hybrid"), k=5):
-    """One line per method: Recall@k, MRR, nDCG@10, refusal accuracy. Example: print(eval_table(lib, qs))"""
-    lines = [f"{'method':<8}{f'recall@{k}':>10}{'MRR':>7}{'nDCG@10':>9}{'refusal acc':>13}"]
-    for method in methods:
-        r = evaluate(library, queries, method, k)
-        lines.append(f"{method:<8}{r[f'recall@{k}']:>10.3f}{r['mrr']:>7.3f}{r['ndcg@10']:>9.3f}"
-                     f"{r['refusal_accuracy']:>13.3f}")
-    return "\n".join(lines)
-
-
-# ---------------------------------------------------------------- 06_rag hands-on task
-
-def _task():
-    from .check import Case, Task
-
-    def same(got, expected):
-        return (isinstance(got, list) and [g[0] for g in got] == [e[0] for e in expected]
-                and all(abs(g[1] - e[1]) < 1e-9 for g, e in zip(got, expected)))
-
-    def same_order(got, expected):        # the tie cases test the order alone, not the scores
-        return isinstance(got, list) and [g[0] for g in got] == [e[0] for e in expected]
-
-    third = lambda *ranks: sum(1 / (60 + r) for r in ranks)
-    return Task("reciprocal rank fusion: rrf(rankings, k=60) -> [(id, score), ...] best first", [
-        Case("one ranking keeps its order", ([["a", "b"]],), [("a", third(1)), ("b", third(2))],
-             "score each id 1 / (k + rank), with rank starting at 1"),
-        Case("agreement wins", ([["a", "b"], ["b", "c"]],), [("b", third(2, 1)), ("a", third(1)), ("c", third(2))],
-             "add up an id's 1 / (k + rank) over every ranking it appears in"),
-        Case("k changes the scores", ([["a"], ["b", "a"]],), [("a", 1 / 2 + 1 / 3), ("b", 1 / 2)],
-             "use the k you were given (here k=1), not always 60", kwargs={"k": 1}),
-        Case("a duplicate counts once", ([["a", "a", "b"]],), [("a", third(1)), ("b", third(2))],
-             "drop repeats inside one ranking before numbering ranks (dict.fromkeys keeps the order)"),
-        Case("ties go to the id seen first", ([["x"], ["y"]],), [("x", third(1)), ("y", third(1))],
-             "sort by score, highest first; on equal scores keep the order ids were first seen",
-             compare=same_order),
-        Case("ties when the first seen sorts last", ([["y"], ["x"]],),
-             [("y", third(1)), ("x", third(1))],
-             "equal scores keep first-seen order, not the ids' own order: sort by score alone",
-             compare=same_order),
-        Case("no rankings", ([],), [], "no rankings: return []"),
-        Case("integer ids work too", ([[3, 1], [1]],), [(1, third(2, 1)), (3, third(1))],
-             "ids can be any hashable value: chunk numbers or source ids"),
-    ], reference=rrf, compare=same)
-
-
-TASK = _task()

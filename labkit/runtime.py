@@ -19,11 +19,15 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from .errors import GuardrailTripped, ToolError, UserError
-from .tools import (RISKS, ArgumentError, ToolRegistry, canonical, check_text, normalize_arguments,
-                    parse_arguments, printable, required_id, validate_arguments)
+from .schema import (ArgumentError, canonical, check_text, normalize_arguments, parse_arguments,
+                     printable, required_id, validate_arguments)
+from .tools import RISKS, as_registry, risk_above
 from .trace import Trace
 
 STATUSES = ("in_flight", "succeeded", "failed", "needs_reconcile")
+# How run_agent ends: its own vocabulary (a step is a policy decision, not loop.run's model turn).
+STOP_REASONS = ("completed", "needs_reconcile", "cancelled", "unverified", "step_limit",
+                "budget_exhausted", "permission_denied")
 CRASH_POINTS = ("before_persist", "after_persist", "during_execute", "after_execute")
 
 
@@ -46,8 +50,10 @@ def operation_id(principal, tool, arguments, scope=None):
     try:
         key = canonical([principal, tool, arguments, scope])
     except (TypeError, ValueError):     # e.g. a set or an object: JSON has no text for it
+        key = None                      # raised below, so json's error is not its __context__
+    if key is None:
         raise UserError("arguments must be JSON values (dict, list, str, number, bool, None) — "
-                        "pass them as the tool receives them") from None
+                        "pass them as the tool receives them")
     return "op_" + hashlib.sha256(key.encode()).hexdigest()[:16]    # 64 bits: readable, and plenty here
 
 
@@ -80,12 +86,15 @@ class OperationStore:
     def __init__(self, path, synchronous="FULL"):
         if synchronous not in ("FULL", "NORMAL", "OFF"):
             raise UserError(f"synchronous={synchronous!r} — use 'FULL' (durable), 'NORMAL' or 'OFF'")
+        problem = None
         try:   # isolation_level=None: autocommit, so each statement is its own committed transaction
             self.db = sqlite3.connect(str(path), timeout=30, isolation_level=None)
             self.db.execute("PRAGMA journal_mode=WAL")
         except sqlite3.OperationalError as exc:
-            raise UserError(f"cannot open the operation store {path} ({exc}) — check that its folder "
-                            "exists and is writable") from None
+            problem = str(exc)
+        if problem:                     # raised out here: sqlite's error is not its __context__
+            raise UserError(f"cannot open the operation store {path} ({problem}) — check that its "
+                            "folder exists and is writable")
         # subtle: under WAL, NORMAL may lose the last commits on power loss; FULL fsyncs every commit
         self.db.execute(f"PRAGMA synchronous={synchronous}")
         self.db.execute("CREATE TABLE IF NOT EXISTS operations (operation_id TEXT PRIMARY KEY, "
@@ -162,7 +171,7 @@ class ToolRuntime:
         if store is None:
             raise UserError("ToolRuntime needs a store — pass store='runtime.db' (a file that outlives the "
                             "process), or ':memory:' for a throwaway experiment (not durable)")
-        self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
+        self.tools = as_registry(tools)
         self.max_risk = max_risk
         self.store = store if isinstance(store, OperationStore) else OperationStore(store)
         self.timeout = timeout                               # seconds per tool call; None waits
@@ -195,7 +204,7 @@ class ToolRuntime:
             return _refused(operation_id, "unknown_tool", f"there is no tool {name!r} — use one of "
                             f"{', '.join(self.tools.names())}", "rejected")
         tool = self.tools.get(name)
-        if RISKS.index(tool.risk) > RISKS.index(self.max_risk):
+        if risk_above(tool.risk, self.max_risk):
             raise PermissionDenied(f"{name} is {tool.risk} risk but this runtime may run up to {self.max_risk} "
                                    f"— ask a person to approve it, or delegate max_risk={tool.risk!r} on purpose",
                                    reason="permission_denied")
@@ -433,8 +442,8 @@ class Action:
 
 @dataclass
 class AgentRun:
-    status: str               # a loop.STOP_REASONS entry: completed | needs_reconcile | cancelled |
-    state: State              #   unverified | step_limit | budget_exhausted | permission_denied
+    status: str               # one of STOP_REASONS
+    state: State
     steps: int                # dispatches made
     writes: int               # dispatches of tools above "low" risk that were not rejected
     trace: Trace
@@ -458,6 +467,7 @@ def run_agent(policy, runtime, initial_state=None, verify=None, max_steps=6, *, 
     state, trace, started, steps, writes = initial_state or State(), Trace(clock), clock(), 0, 0
 
     def stop(status, message=""):
+        assert status in STOP_REASONS, status   # a new reason joins the vocabulary first
         trace.stop(steps, status, message)
         return AgentRun(status, state, steps, writes, trace, message)
 
@@ -518,31 +528,3 @@ def _as_given(arguments):
         return canonical(arguments)
     except (ArgumentError, TypeError, ValueError):
         return printable(arguments)
-
-
-# ---------------------------------------------------------------- 07_runtime hands-on task
-
-def _task():
-    from .check import Case, Task
-    args, other = canonical({"amount": 30, "order_id": "A-17"}), canonical({"amount": 300, "order_id": "A-17"})
-    row = lambda status, tool="refund", arguments=args: Operation("op_1", tool, arguments, status, None)
-    return Task("decide what dispatch does with an operation_id, given what the store holds", [
-        Case("nothing stored yet", (None, "refund", args), "execute",
-             "no row means nobody has started it: return 'execute'",
-             crash_hint="stored is None when nothing is stored: test `stored is None` first"),
-        Case("a recorded success", (row("succeeded"), "refund", args), "replay",
-             "the outcome is known: return it again ('replay'), never run it twice"),
-        Case("a recorded failure", (row("failed"), "refund", args), "replay",
-             "a definite failure is an outcome too: 'replay' it; a new attempt needs a new operation_id"),
-        Case("still in flight", (row("in_flight"), "refund", args), "needs_reconcile",
-             "in_flight may mean a worker died after the side effect: never run it again automatically"),
-        Case("outcome unknown", (row("needs_reconcile"), "refund", args), "needs_reconcile",
-             "unknown stays unknown until someone checks: return 'needs_reconcile'"),
-        Case("same id, other arguments", (row("succeeded", arguments=other), "refund", args), "conflict",
-             "compare the stored tool and arguments with the request: a reused id is 'conflict'"),
-        Case("same id, other tool, in flight", (row("in_flight", tool="charge"), "refund", args), "conflict",
-             "a reused id is 'conflict' whatever its status: compare tool and arguments first"),
-    ], reference=decide)
-
-
-TASK = _task()

@@ -1,12 +1,13 @@
-"""Settings, the switch, key hygiene, explain() and doctor()."""
-import pytest
-
+"""Settings, the switch, key hygiene and doctor()."""
 import subprocess
 import sys
 from pathlib import Path
 
-from labkit import UserError, connect, doctor, explain, load_settings, redact
+import pytest
+
+from labkit import UserError, connect, doctor, load_settings, redact
 from labkit.config import DEFAULT_MODEL, OFFICIAL_BASE_URL, key_problem
+from labkit.errors import explain
 
 KEY = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789"
 
@@ -165,14 +166,6 @@ def test_redact(text, secrets, leaked):
     assert leaked not in redact(text, secrets)
 
 
-def test_explain_is_one_line_for_any_error():
-    assert explain(UserError("OPENAI_API_KEY is not set — put it in .env")) == \
-        "OPENAI_API_KEY is not set — put it in .env"
-    line = explain(RuntimeError(f"boom with {KEY}\nsecond line"))
-    assert "\n" not in line and KEY not in line and line.startswith("RuntimeError")
-    assert "truncated" in explain(ValueError("Expecting value: line 1 column 1"))
-
-
 def test_doctor_reports_without_the_key(capsys, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     assert doctor() is True
@@ -259,7 +252,6 @@ def test_setup_notebook_run_and_saved_by_a_learner_still_passes(tmp_path, shell,
     check it as `make test` does: strict nbval with the project's sanitize file, and hygiene."""
     import nbformat
     from nbclient import NotebookClient
-
     from offline_env import offline_environ
     from test_notebooks import problems
 

@@ -4,6 +4,7 @@ import json
 import pytest
 
 from labkit import guardrails as g
+from labkit.labs import Workspace
 from labkit.memory import ManualClock, MemoryStore, WorkingMemory, memory_tools
 from labkit.models import ScriptedModel, ToolCall, call, say
 from labkit.tools import YES_WORDS, ToolRegistry, approved, execute
@@ -90,7 +91,7 @@ def test_consolidate_promotes_after_an_explicit_yes(store, answer):
 # ---------------------------------------------------------------- guardrails: a high-risk tool
 
 def email_with(answer):
-    workspace = g.Workspace()
+    workspace = Workspace()
     model = ScriptedModel([call("send_email", to="ana@example.com", subject="hi", body="x"),
                            say("done")])
     result = g.run_guarded("Email Ana.", model, workspace.tools(), max_risk="high",

@@ -5,15 +5,29 @@ import json
 import socket
 
 import pytest
-
 from fake_server import FakeServer
-from labkit import (ChatModel, LabkitError, ResponsesModel, ServiceError, UserError, connect,
-                    describe, doctor, explain, load_settings, redact, user)
+
+from labkit import (
+    ChatModel,
+    LabkitError,
+    ResponsesModel,
+    ServiceError,
+    UserError,
+    connect,
+    describe,
+    doctor,
+    explain,
+    load_settings,
+    redact,
+    user,
+)
 from labkit import guardrails as g
+from labkit.budget import Budget
 from labkit.embed import OpenAIEmbedder
 from labkit.errors import ToolError
 from labkit.models import ScriptedModel, call, say
-from labkit.tools import get_weather, tool
+from labkit.toolbox import get_weather
+from labkit.tools import tool
 
 KEYS = {                     # what learners configure, from a local server's key to OpenAI's
     "3 characters": "k3y",
@@ -225,6 +239,6 @@ def test_errors_out_of_the_guarded_loop_keep_no_configured_key_in_their_chain(pl
         raise error(f"the proxy said: {planted}")
     model = ScriptedModel([say("hi")]) if error is ServiceError else Failing()
     with pytest.raises(LabkitError) as caught:
-        g.run_guarded("x", model, [], budget=g.Budget(watch=watch))
+        g.run_guarded("x", model, [], budget=Budget(watch=watch))
     assert not any(planted in text for text in error_texts(caught.value))
     assert caught.value.__context__ is None

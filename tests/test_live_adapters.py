@@ -9,13 +9,21 @@ import socket
 import traceback
 
 import pytest
-
 from fake_server import FakeServer
-from labkit import (ChatModel, ResponsesModel, ServiceError, UserError, connect, explain, tool_message,
-                    user)
+
+from labkit import (
+    ChatModel,
+    ResponsesModel,
+    ServiceError,
+    UserError,
+    connect,
+    explain,
+    tool_message,
+    user,
+)
 from labkit import guardrails as g
 from labkit.config import OFFICIAL_BASE_URL
-from labkit.tools import get_weather
+from labkit.toolbox import get_weather
 
 PLANTED = "sk-planted-DO-NOT-LEAK-0123456789abcdefXYZ"
 WEATHER = {"name": "get_weather", "description": "Weather for a city (teaching data).",

@@ -2,7 +2,6 @@
 import socket
 
 import pytest
-
 from offline_env import NetworkBlocked
 
 

@@ -222,9 +222,8 @@ def run_live(path, api, planted="sk-planted-live-notebook-0123456789abcdef",
              other="sk-openai-key-that-must-stay-home-98765"):
     """Execute a notebook with LABKIT_MODE=live against the fake server; return (outputs, requests)."""
     import nbformat
-    from nbclient import NotebookClient
-
     from fake_server import FakeServer
+    from nbclient import NotebookClient
     from offline_env import offline_environ
 
     nb = nbformat.read(path, as_version=4)

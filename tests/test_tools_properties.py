@@ -9,10 +9,12 @@ import jsonschema
 import pytest
 
 hypothesis = pytest.importorskip("hypothesis", reason="hypothesis is not installed (see requirements.txt)")
-from hypothesis import given, settings, strategies as st  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st
 
-from labkit.models import ToolCall  # noqa: E402
-from labkit.tools import ArgumentError, ToolRegistry, execute, tool, validate_arguments  # noqa: E402
+from labkit.models import ToolCall
+from labkit.schema import ArgumentError, validate_arguments
+from labkit.tools import ToolRegistry, execute, tool
 
 MANY = settings(max_examples=1000, deadline=None, database=None, derandomize=True)
 KEYS = st.sampled_from(["a", "b", "c"])
