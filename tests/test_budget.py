@@ -222,10 +222,13 @@ def test_a_never_stopping_talkative_model_halts_within_the_token_budget():
         assert budget.tokens == model.usage.total_tokens <= max_tokens, max_tokens
 
 
-def test_run_guarded_restores_the_models_own_cap():
-    model = ScriptedModel([say("word " * 400)])
+def test_run_guarded_never_writes_the_callers_model_even_during_the_run():
+    model = ScriptedModel()
+    seen = []                 # the model's own cap, read while run_guarded is running
+    model.steps = [lambda messages, tools: seen.append(model.max_output_tokens) or say("word " * 400)]
     result = g.run_guarded("Talk.", model, [], budget=Budget(max_output_tokens=50))
-    assert result.status == "model_incomplete" and model.max_output_tokens is None
+    assert result.status == "model_incomplete" and result.usage.output_tokens == 50
+    assert seen == [None] and model.max_output_tokens is None
     model = ScriptedModel([say("hi")])
     model.max_output_tokens = 20                          # already below the reservation: kept, and kept after
     g.run_guarded("Talk.", model, [], budget=Budget(max_output_tokens=50))

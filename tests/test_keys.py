@@ -25,6 +25,7 @@ from labkit import guardrails as g
 from labkit.budget import Budget
 from labkit.embed import OpenAIEmbedder
 from labkit.errors import ToolError
+from labkit.live import openai_client
 from labkit.models import ScriptedModel, call, say
 from labkit.toolbox import get_weather
 from labkit.tools import tool
@@ -242,3 +243,18 @@ def test_errors_out_of_the_guarded_loop_keep_no_configured_key_in_their_chain(pl
         g.run_guarded("x", model, [], budget=Budget(watch=watch))
     assert not any(planted in text for text in error_texts(caught.value))
     assert caught.value.__context__ is None
+
+
+def test_live_models_and_live_embeddings_get_their_client_and_its_key_check_in_one_place():
+    settings = load_settings("live", environ={"LABKIT_ENV_FILE": "none", "OPENAI_API_KEY": '"sk-abc"'})
+    refused = []
+    for make in (lambda: openai_client(settings.api_key, key_source=settings.key_source),
+                 lambda: ResponsesModel(api_key=settings.api_key, key_source=settings.key_source),
+                 lambda: ChatModel(api_key=settings.api_key, key_source=settings.key_source),
+                 lambda: OpenAIEmbedder(settings=settings)):
+        with pytest.raises(UserError) as caught:
+            make()
+        refused.append(str(caught.value))
+    assert refused == [settings.key_problem()] * 4 and "wrapped in quotes" in refused[0]
+    client = openai_client("sk-" + "a" * 40, base_url="http://127.0.0.1:9/v1", timeout=3)
+    assert str(client.base_url).startswith("http://127.0.0.1:9/v1") and client.timeout == 3.0

@@ -222,6 +222,15 @@ def test_max_output_tokens_caps_replies_on_the_server(server, cls, field):
     assert field not in make(cls, server).request_preview([user("hi")])
 
 
+@pytest.mark.parametrize("cls, field", [(ResponsesModel, "max_output_tokens"), (ChatModel, "max_completion_tokens")])
+def test_a_cap_given_to_one_call_reaches_the_server_and_the_tighter_cap_wins(server, cls, field):
+    model = make(cls, server, max_output_tokens=64)
+    model.respond([user("hi")], max_output_tokens=32)
+    model.respond([user("hi")], max_output_tokens=128)
+    assert [r["body"][field] for r in server.requests[-2:]] == [32, 64]
+    assert model.max_output_tokens == 64
+
+
 # ---------------------------------------------------------------- tool calls that are not text
 
 SHAPES = [  # fault, the call the adapter reads (name, arguments), words of its problem (None: none)

@@ -88,6 +88,19 @@ def test_elapsed_comes_from_the_clock_passed_in():
     assert result.elapsed == 1.5 and result.trace.events[0].elapsed == 0.5
 
 
+def test_a_running_result_holds_no_start_time():
+    class Watch(Guard):
+        seen = []
+
+        def before_model(self, run):
+            self.seen.append(run.elapsed)
+
+    ticks = count(100)                      # a clock far from 0: a start time would show
+    result = run("hi", ScriptedModel([call("calculate", expression="1+1"), say("2")]), [calculate],
+                 guard=Watch(), clock=lambda: float(next(ticks)))
+    assert Watch.seen == [0.0, 0.0] and result.elapsed > 0
+
+
 def test_a_scripted_model_that_runs_out_fails_loudly():
     with pytest.raises(UserError, match="no step 2"):
         run("x", ScriptedModel([call("calculate", expression="1")]), [calculate])

@@ -189,6 +189,15 @@ def test_scripted_model_has_no_output_cap_by_default():
     assert (reply.status, reply.text, reply.usage.output_tokens) == ("completed", long, estimate_tokens(long))
 
 
+@pytest.mark.parametrize("own, per_call, used", [(None, 5, 5), (5, None, 5), (8, 5, 5), (5, 8, 5),
+                                                 (None, None, 500)])
+def test_a_cap_given_to_one_call_is_applied_with_the_models_own_the_tighter_wins(own, per_call, used):
+    model = ScriptedModel([say("word " * 400)])
+    model.max_output_tokens = own
+    reply = model.respond([user("talk")], max_output_tokens=per_call)
+    assert reply.usage.output_tokens == used and model.max_output_tokens == own
+
+
 def test_a_capped_scripted_model_cuts_a_long_reply_like_a_server():
     model = ScriptedModel([say("word " * 400), say("short"), say("你好世界" * 10)])
     model.max_output_tokens = 5

@@ -22,8 +22,10 @@ from labkit.tools import (
     RISKS,
     Tool,
     ToolRegistry,
+    as_registry,
     execute,
     result_text,
+    risk_above,
     tool,
 )
 
@@ -156,6 +158,21 @@ def test_registry_accepts_tools_and_plain_functions():
     with pytest.raises(UserError, match="two tools are named"):
         ToolRegistry([calculate, calculate])
     assert RISKS == ("low", "medium", "high")
+
+
+def test_as_registry_keeps_a_registry_and_makes_one_from_a_list():
+    registry = ToolRegistry([calculate])
+    assert as_registry(registry) is registry
+    assert as_registry([calculate, get_weather]).names() == ["calculate", "get_weather"]
+    assert as_registry(()).names() == []
+
+
+@pytest.mark.parametrize("risk, max_risk, above", [
+    ("low", "low", False), ("medium", "low", True), ("high", "medium", True),
+    ("medium", "high", False), ("high", "high", False), ("low", "high", False),
+])
+def test_risk_above_orders_low_medium_high(risk, max_risk, above):
+    assert risk_above(risk, max_risk) is above
 
 
 def test_specs_match_what_the_live_adapters_send():
