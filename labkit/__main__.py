@@ -4,6 +4,7 @@ Outside the lessons. The memory command line lets a person see, change, delete a
 agent remembers (03_memory); `python -m labkit.memory ...` runs the same one. Every problem is one
 line on stderr and exit code 2, never a traceback.
 """
+
 import argparse
 import json
 import sqlite3
@@ -15,7 +16,7 @@ from .errors import LabkitError, UserError
 from .memory import DAY, KINDS, MemoryStore
 from .schema import check_text
 
-CLI_PATH = RUNTIME_DIR / "memory.sqlite3"   # not the current folder: one store wherever you run it
+CLI_PATH = RUNTIME_DIR / "memory.sqlite3"  # not the current folder: one store wherever you run it
 
 
 class _Parser(argparse.ArgumentParser):
@@ -28,21 +29,32 @@ class _Parser(argparse.ArgumentParser):
 def memory_parser(prog="python -m labkit memory"):
     """The parser of the memory command line. Example: memory_parser().parse_args(["list"]).db"""
     common = _Parser(add_help=False)
-    common.add_argument("--db", default=str(CLI_PATH), help="the SQLite file (default: .runtime/memory.sqlite3 "
-                        "in the repository root, whatever folder you run from: %(default)s)")
+    common.add_argument(
+        "--db",
+        default=str(CLI_PATH),
+        help="the SQLite file (default: .runtime/memory.sqlite3 "
+        "in the repository root, whatever folder you run from: %(default)s)",
+    )
     common.add_argument("--tenant", default="me", help="whose memories (default: %(default)s)")
-    parser = _Parser(prog=prog, description="See, change, delete and export what the agent remembers. The "
-                                     "store is .runtime/memory.sqlite3 in the repository root, whatever folder you "
-                                     "run from; --db picks another file.")
+    parser = _Parser(
+        prog=prog,
+        description="See, change, delete and export what the agent remembers. The "
+        "store is .runtime/memory.sqlite3 in the repository root, whatever folder you "
+        "run from; --db picks another file.",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
-    put = commands.add_parser("set", parents=[common], help="store or replace a memory; running it is your confirmation")
+    put = commands.add_parser(
+        "set", parents=[common], help="store or replace a memory; running it is your confirmation"
+    )
     put.add_argument("content")
     put.add_argument("--id", help="the slot, e.g. units; the same id replaces the old value")
     put.add_argument("--kind", default="preference", help=f"one of {', '.join(KINDS)}")
     put.add_argument("--importance", type=float, default=0.5)
     put.add_argument("--ttl-days", type=float, default=90)
     commands.add_parser("list", parents=[common], help="every live memory")
-    delete = commands.add_parser("delete", parents=[common], help="delete one memory and its history")
+    delete = commands.add_parser(
+        "delete", parents=[common], help="delete one memory and its history"
+    )
     delete.add_argument("id")
     commands.add_parser("export", parents=[common], help="everything stored about you, as JSON")
     return parser
@@ -55,8 +67,10 @@ def _default_folder():
         return
     except OSError as exc:
         why = exc.strerror
-    raise UserError(f"cannot create the folder {str(CLI_PATH.parent)!r} for the default store "
-                    f"({why}) — pass --db with a file in a folder you can write")
+    raise UserError(
+        f"cannot create the folder {str(CLI_PATH.parent)!r} for the default store "
+        f"({why}) — pass --db with a file in a folder you can write"
+    )
 
 
 def memory_main(argv=None, clock=time.time, prog="python -m labkit memory"):
@@ -75,14 +89,23 @@ def memory_main(argv=None, clock=time.time, prog="python -m labkit memory"):
         with MemoryStore(args.db, clock=clock) as store:
             if args.command == "set":
                 ttl = int(args.ttl_days) if float(args.ttl_days).is_integer() else args.ttl_days
-                result = store.write(args.tenant, args.content, id=args.id, kind=args.kind, confirmed=True,
-                                     importance=args.importance, ttl_days=ttl)
+                result = store.write(
+                    args.tenant,
+                    args.content,
+                    id=args.id,
+                    kind=args.kind,
+                    confirmed=True,
+                    importance=args.importance,
+                    ttl_days=ttl,
+                )
                 print(f"{result.status} {result.memory.id}: {result.message}")
             elif args.command == "list":
                 now = clock()
                 for m in store.list(args.tenant):
-                    print(f"{m.id}  {m.kind}  {m.content!r}  importance {m.importance:g}, "
-                          f"expires in {round((m.expires_at - now) / DAY)} days")
+                    print(
+                        f"{m.id}  {m.kind}  {m.content!r}  importance {m.importance:g}, "
+                        f"expires in {round((m.expires_at - now) / DAY)} days"
+                    )
                 print(f"{store.count(args.tenant)} memories for tenant {args.tenant!r}")
             elif args.command == "delete":
                 print(f"deleted {store.delete(args.tenant, args.id).id}")
@@ -91,9 +114,12 @@ def memory_main(argv=None, clock=time.time, prog="python -m labkit memory"):
     except LabkitError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except (sqlite3.Error, OSError) as exc:     # e.g. a file another program broke while we read it
-        print(f"error: the memory store {args.db!r} failed ({type(exc).__name__}: {exc}) — check "
-              "the file, or pass --db with a new file name", file=sys.stderr)
+    except (sqlite3.Error, OSError) as exc:  # e.g. a file another program broke while we read it
+        print(
+            f"error: the memory store {args.db!r} failed ({type(exc).__name__}: {exc}) — check "
+            "the file, or pass --db with a new file name",
+            file=sys.stderr,
+        )
         return 2
     return 0
 

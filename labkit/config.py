@@ -9,6 +9,7 @@ beside the errors it explains (labkit.errors).
 Deliberately left out: config files other than .env, per-project profiles, proxy settings,
 Azure/OpenAI organisations. A stray OPENAI_BASE_URL is ignored on purpose (see `load_settings`).
 """
+
 import io
 import math
 import os
@@ -25,22 +26,30 @@ from dotenv.parser import parse_stream
 
 from .errors import UserError, explain
 
-DEFAULT_MODEL = "gpt-5-mini"                 # the one default; override with OPENAI_MODEL
+DEFAULT_MODEL = "gpt-5-mini"  # the one default; override with OPENAI_MODEL
 OFFICIAL_BASE_URL = "https://api.openai.com/v1"
-TIMEOUT_SECONDS = 30.0                       # per request; no silent retries unless asked
+TIMEOUT_SECONDS = 30.0  # per request; no silent retries unless asked
 MODES = ("offline", "live")
 APIS = ("responses", "chat")
-KEY_NAMES = ("OPENAI_API_KEY", "LABKIT_API_KEY")   # every variable a key can be set in
-SETTING_NAMES = ("LABKIT_MODE", "OPENAI_MODEL", "LABKIT_API", "LABKIT_BASE_URL", "LABKIT_TIMEOUT",
-                 "LABKIT_MAX_RETRIES", "OPENAI_BASE_URL", *KEY_NAMES)
-SHORT_KEY = 8              # a shorter key is scrubbed where it stands alone, not inside other words
+KEY_NAMES = ("OPENAI_API_KEY", "LABKIT_API_KEY")  # every variable a key can be set in
+SETTING_NAMES = (
+    "LABKIT_MODE",
+    "OPENAI_MODEL",
+    "LABKIT_API",
+    "LABKIT_BASE_URL",
+    "LABKIT_TIMEOUT",
+    "LABKIT_MAX_RETRIES",
+    "OPENAI_BASE_URL",
+    *KEY_NAMES,
+)
+SHORT_KEY = 8  # a shorter key is scrubbed where it stands alone, not inside other words
 QUOTES = "\"'“”‘’"
 NO_ENV_FILE = "LABKIT_ENV_FILE names no file"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = REPO_ROOT / "data"
-DOCS_DIR = DATA_DIR / "docs"                 # the teaching corpus and the lab pages
-EVALS_DIR = DATA_DIR / "evals"               # frozen scenario, attack and query sets
-RUNTIME_DIR = REPO_ROOT / ".runtime"         # git-ignored: the default stores and caches
+DOCS_DIR = DATA_DIR / "docs"  # the teaching corpus and the lab pages
+EVALS_DIR = DATA_DIR / "evals"  # frozen scenario, attack and query sets
+RUNTIME_DIR = REPO_ROOT / ".runtime"  # git-ignored: the default stores and caches
 
 
 def shown_url(url):
@@ -53,28 +62,30 @@ def shown_url(url):
         scheme, rest = "", scheme
     rest, fragment, _ = rest.partition("#")
     rest, question, query = rest.partition("?")
-    if "@" in rest:                # subtle: a pasted password may hold "/": cut at the last "@"
+    if "@" in rest:  # subtle: a pasted password may hold "/": cut at the last "@"
         rest = "***@" + rest.rpartition("@")[2]
     if question:
-        rest += "?" + "&".join(f"{p.partition('=')[0]}=***" if "=" in p else "***"
-                               for p in query.split("&"))
+        rest += "?" + "&".join(
+            f"{p.partition('=')[0]}=***" if "=" in p else "***" for p in query.split("&")
+        )
     return f"{scheme}{sep}{rest}" + ("#***" if fragment else "")
 
 
 @dataclass(frozen=True)
 class Settings:
     """Everything the switch needs. The key is read through a function: vars(), repr() lack it."""
-    mode: str = "offline"                    # "offline" | "live"
+
+    mode: str = "offline"  # "offline" | "live"
     model: str = DEFAULT_MODEL
-    api: str = "responses"                   # "responses" | "chat"
-    base_url: str = OFFICIAL_BASE_URL        # official unless LABKIT_BASE_URL opts in
-    key_name: str = "OPENAI_API_KEY"         # which variable the key comes from
-    key_source: str | None = None            # where it was set: "the shell" or ".env line 7"
+    api: str = "responses"  # "responses" | "chat"
+    base_url: str = OFFICIAL_BASE_URL  # official unless LABKIT_BASE_URL opts in
+    key_name: str = "OPENAI_API_KEY"  # which variable the key comes from
+    key_source: str | None = None  # where it was set: "the shell" or ".env line 7"
     timeout: float = TIMEOUT_SECONDS
-    max_retries: int = 0                     # LABKIT_MAX_RETRIES; 0 means a failure shows at once
-    env_file: str | None = None              # where .env was read from, as the learner would say it
-    env_note: str = ""                       # why no .env was read, when none was
-    ignored: tuple = ()                      # variables present but ignored on purpose
+    max_retries: int = 0  # LABKIT_MAX_RETRIES; 0 means a failure shows at once
+    env_file: str | None = None  # where .env was read from, as the learner would say it
+    env_note: str = ""  # why no .env was read, when none was
+    ignored: tuple = ()  # variables present but ignored on purpose
     read_key: Callable = field(default=lambda: None, repr=False, compare=False)
 
     @property
@@ -90,7 +101,7 @@ class Settings:
         """What is wrong with the configured key, saying where it was set; None if it is usable."""
         return key_problem(self.api_key, self.official, self.key_name, self.key_source)
 
-    def __repr__(self):                      # the base URL may carry a password
+    def __repr__(self):  # the base URL may carry a password
         shown = {f.name: getattr(self, f.name) for f in fields(self) if f.repr}
         shown["base_url"] = shown_url(self.base_url)
         return f"Settings({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
@@ -110,7 +121,7 @@ def _find_env_file(environ):
         if chosen.strip().lower() in ("", "none"):
             return None, "not read (LABKIT_ENV_FILE=none)"
         return (Path(chosen), "") if Path(chosen).is_file() else (None, NO_ENV_FILE)
-    except OSError:                          # e.g. no permission, or the working folder was deleted
+    except OSError:  # e.g. no permission, or the working folder was deleted
         return None, NO_ENV_FILE if chosen else "none found (copy .env.example to .env)"
 
 
@@ -143,29 +154,34 @@ def _read_env_file(path):
     values, lines, bad, loose = {}, {}, [], []
     for binding in parse_stream(io.StringIO(text)):
         source = binding.original.string
-        blank = source[:len(source) - len(source.lstrip())]     # python-dotenv counts the blank
-        number = binding.original.line + len(re.findall(r"\r\n|\n|\r", blank))   # lines above it
+        blank = source[: len(source) - len(source.lstrip())]  # python-dotenv counts the blank
+        number = binding.original.line + len(re.findall(r"\r\n|\n|\r", blank))  # lines above it
         if binding.error or (binding.key is not None and binding.value is None):
-            start = _NAME_AT_START.match(source)   # only a known setting is named: keys hide here
+            start = _NAME_AT_START.match(source)  # only a known setting is named: keys hide here
             known = start.group(1) if start and start.group(1) in SETTING_NAMES else ""
             bad.append((number, known))
             loose += [m.group(1) for m in [_LOOSE_KEY.match(source)] if m and m.group(1)]
         elif binding.key is not None:
             values[binding.key], lines[binding.key] = binding.value, number
-    if not bad:                              # python-dotenv's own reading, ${VAR} interpolation too
+    if not bad:  # python-dotenv's own reading, ${VAR} interpolation too
         values = {k: v for k, v in dotenv_values(stream=io.StringIO(text)).items() if v is not None}
     return values, lines, tuple(bad), "", tuple(loose)
 
 
 @lru_cache(maxsize=16)
-def _keys_in_file(path, mtime_ns, size):      # read again only when the file changes
+def _keys_in_file(path, mtime_ns, size):  # read again only when the file changes
     values, _, _, _, loose = _read_env_file(path)
     return tuple(values[n] for n in KEY_NAMES if values.get(n)) + loose
 
 
 def _placeholder(key):
     return key.lower().replace("-", "").replace("_", "") in (
-        "sk", "sk...", "skyourkeyhere", "yourkeyhere", "changeme")
+        "sk",
+        "sk...",
+        "skyourkeyhere",
+        "yourkeyhere",
+        "changeme",
+    )
 
 
 def configured_keys(environ=None):
@@ -183,8 +199,9 @@ def configured_keys(environ=None):
         except OSError:
             pass
     # a key pasted with spaces or quotes is that key still: scrub it with and without them
-    forms = {form for value in found
-             for form in (value, value.strip(), value.strip().strip(QUOTES))}
+    forms = {
+        form for value in found for form in (value, value.strip(), value.strip().strip(QUOTES))
+    }
     keys = [k for k in forms if k.strip() and not _placeholder(k)]
     return tuple(sorted(keys, key=lambda k: (-len(k), k)))
 
@@ -204,7 +221,7 @@ def _number(value, kind):
     if isinstance(value, bool):
         return None
     if isinstance(value, str):
-        try:                                 # subtle: nothing is raised in here (see call_service)
+        try:  # subtle: nothing is raised in here (see call_service)
             return kind(value.strip())
         except ValueError:
             return None
@@ -218,8 +235,10 @@ def checked_timeout(value, name="timeout", where=None):
     """
     seconds = _number(value, float)
     if seconds is None or not math.isfinite(seconds) or seconds <= 0:
-        raise UserError(f"{name}={_clip(value)!r}{_set_in(where)} is not a timeout — use a "
-                        f"number of seconds above 0, e.g. {name}=30")
+        raise UserError(
+            f"{name}={_clip(value)!r}{_set_in(where)} is not a timeout — use a "
+            f"number of seconds above 0, e.g. {name}=30"
+        )
     return float(seconds)
 
 
@@ -230,8 +249,10 @@ def checked_retries(value, name="max_retries", where=None):
     """
     count = _number(value, int)
     if count is None or count < 0:
-        raise UserError(f"{name}={_clip(value)!r}{_set_in(where)} is not a retry count — use a "
-                        f"whole number >= 0, e.g. {name}=0 (a failure shows at once)")
+        raise UserError(
+            f"{name}={_clip(value)!r}{_set_in(where)} is not a retry count — use a "
+            f"whole number >= 0, e.g. {name}=0 (a failure shows at once)"
+        )
     return count
 
 
@@ -240,9 +261,11 @@ def _bad_lines(shown, bad):
     numbers, names = [str(n) for n, _ in bad], list(dict.fromkeys(name for _, name in bad if name))
     which = f"line {numbers[0]}" if len(bad) == 1 else f"lines {', '.join(numbers)}"
     about = f" ({', '.join(names)})" if names else ""
-    return UserError(f"{shown} {which}{about} cannot be read as NAME=value, so it would be skipped "
-                     "— write each setting as NAME=value on its own line, with quotes only around "
-                     "the whole value (e.g. OPENAI_API_KEY=sk-...)")
+    return UserError(
+        f"{shown} {which}{about} cannot be read as NAME=value, so it would be skipped "
+        "— write each setting as NAME=value on its own line, with quotes only around "
+        "the whole value (e.g. OPENAI_API_KEY=sk-...)"
+    )
 
 
 def load_settings(mode=None, environ=None):
@@ -254,9 +277,11 @@ def load_settings(mode=None, environ=None):
     environ = dict(os.environ if environ is None else environ)
     path, note = _find_env_file(environ)
     if note == NO_ENV_FILE:
-        raise UserError(f"LABKIT_ENV_FILE points to {_clip(environ['LABKIT_ENV_FILE'], 80)!r}, "
-                        "which is not a file — fix the path, or unset LABKIT_ENV_FILE to use "
-                        "./.env")
+        raise UserError(
+            f"LABKIT_ENV_FILE points to {_clip(environ['LABKIT_ENV_FILE'], 80)!r}, "
+            "which is not a file — fix the path, or unset LABKIT_ENV_FILE to use "
+            "./.env"
+        )
     shown, values, lines = _shown_path(path) if path else None, {}, {}
     if path is not None:
         values, lines, bad, unreadable, _ = _read_env_file(path)
@@ -273,29 +298,38 @@ def load_settings(mode=None, environ=None):
             return values[name], f"{shown} line {lines[name]}"
         return None, None
 
-    name, (raw, where) = ("mode", (mode, None)) if mode is not None else ("LABKIT_MODE",
-                                                                         find("LABKIT_MODE"))
+    name, (raw, where) = (
+        ("mode", (mode, None)) if mode is not None else ("LABKIT_MODE", find("LABKIT_MODE"))
+    )
     mode = "offline" if raw is None else raw.strip().lower() if isinstance(raw, str) else raw
     if mode not in MODES:
-        raise UserError(f"{name}={_clip(raw)!r}{_set_in(where)} is not a mode — use "
-                        f"{name}=offline or {name}=live")
+        raise UserError(
+            f"{name}={_clip(raw)!r}{_set_in(where)} is not a mode — use "
+            f"{name}=offline or {name}=live"
+        )
     raw, where = find("LABKIT_API")
     api = (raw or "").strip().lower()
     if raw is not None and api not in APIS:
-        raise UserError(f"LABKIT_API={_clip(raw)!r}{_set_in(where)} is not an API — use "
-                        "LABKIT_API=responses or LABKIT_API=chat (the API the server speaks)")
+        raise UserError(
+            f"LABKIT_API={_clip(raw)!r}{_set_in(where)} is not an API — use "
+            "LABKIT_API=responses or LABKIT_API=chat (the API the server speaks)"
+        )
     raw, where = find("LABKIT_BASE_URL")
     base_url = (raw or "").strip().rstrip("/")
     if base_url:
         if not re.fullmatch(r"https?://[^/\s]+\S*", base_url):
             shown_value = _clip(shown_url(base_url), 60)
-            raise UserError(f"LABKIT_BASE_URL={shown_value!r}{_set_in(where)} is not an http(s) "
-                            "URL — use e.g. http://127.0.0.1:11434/v1 (the API root, usually "
-                            "ending in /v1)")
+            raise UserError(
+                f"LABKIT_BASE_URL={shown_value!r}{_set_in(where)} is not an http(s) "
+                "URL — use e.g. http://127.0.0.1:11434/v1 (the API root, usually "
+                "ending in /v1)"
+            )
         if not api:
-            raise UserError(f"LABKIT_BASE_URL is set{_set_in(where)} but LABKIT_API is not — set "
-                            "LABKIT_API=responses or LABKIT_API=chat: the API the server speaks")
-        key_name = "LABKIT_API_KEY"          # subtle: the OpenAI key never goes to another server
+            raise UserError(
+                f"LABKIT_BASE_URL is set{_set_in(where)} but LABKIT_API is not — set "
+                "LABKIT_API=responses or LABKIT_API=chat: the API the server speaks"
+            )
+        key_name = "LABKIT_API_KEY"  # subtle: the OpenAI key never goes to another server
     else:
         base_url, key_name = OFFICIAL_BASE_URL, "OPENAI_API_KEY"
     raw, where = find("LABKIT_TIMEOUT")
@@ -305,14 +339,26 @@ def load_settings(mode=None, environ=None):
     raw, where = find("OPENAI_MODEL")
     model = (raw or DEFAULT_MODEL).strip()
     if not model.isprintable() or any(c.isspace() for c in model):
-        raise UserError(f"OPENAI_MODEL={_clip(raw)!r}{_set_in(where)} has a space or an "
-                        "invisible character in it — write the model name alone, e.g. "
-                        f"OPENAI_MODEL={DEFAULT_MODEL}")
+        raise UserError(
+            f"OPENAI_MODEL={_clip(raw)!r}{_set_in(where)} has a space or an "
+            "invisible character in it — write the model name alone, e.g. "
+            f"OPENAI_MODEL={DEFAULT_MODEL}"
+        )
     key, key_source = find(key_name)
-    return Settings(mode=mode, model=model, api=api or "responses", base_url=base_url,
-                    key_name=key_name, key_source=key_source, timeout=timeout, max_retries=retries,
-                    env_file=shown, env_note=note, read_key=lambda: key,
-                    ignored=tuple(n for n in ("OPENAI_BASE_URL",) if find(n)[0]))
+    return Settings(
+        mode=mode,
+        model=model,
+        api=api or "responses",
+        base_url=base_url,
+        key_name=key_name,
+        key_source=key_source,
+        timeout=timeout,
+        max_retries=retries,
+        env_file=shown,
+        env_note=note,
+        read_key=lambda: key,
+        ignored=tuple(n for n in ("OPENAI_BASE_URL",) if find(n)[0]),
+    )
 
 
 def key_problem(key, official=True, key_name="OPENAI_API_KEY", source=None):
@@ -323,12 +369,19 @@ def key_problem(key, official=True, key_name="OPENAI_API_KEY", source=None):
     """
     if key is None or key.strip() == "":
         if not official:
-            return None                      # local servers usually need no key
-        return (f"{key_name} is not set — put {key_name}=sk-... in .env "
-                "(copy .env.example), then restart the kernel")
+            return None  # local servers usually need no key
+        return (
+            f"{key_name} is not set — put {key_name}=sk-... in .env "
+            "(copy .env.example), then restart the kernel"
+        )
     name = key_name + _set_in(source)
-    fix = ("where your shell sets it (e.g. ~/.bashrc), or unset it there to use .env"
-           if source == "the shell" else f"in {source}" if source else "where you set it")
+    fix = (
+        "where your shell sets it (e.g. ~/.bashrc), or unset it there to use .env"
+        if source == "the shell"
+        else f"in {source}"
+        if source
+        else "where you set it"
+    )
     if key != key.strip():
         return f"{name} has spaces or a newline around it — remove them {fix}"
     if key[0] in QUOTES or key[-1] in QUOTES:
@@ -338,23 +391,28 @@ def key_problem(key, official=True, key_name="OPENAI_API_KEY", source=None):
     if _placeholder(key):
         return f"{name} is still the placeholder from .env.example — paste your real key {fix}"
     if official and not key.startswith("sk-"):
-        return (f"{name} does not start with 'sk-' — that is not an OpenAI API key; copy it "
-                f"again, {fix}")
+        return (
+            f"{name} does not start with 'sk-' — that is not an OpenAI API key; copy it "
+            f"again, {fix}"
+        )
     return None
 
 
 _KEYLIKE = re.compile(r"\b(sk-[A-Za-z0-9_\-*]{6,})|(Bearer\s+)\S+", re.IGNORECASE)
 # A URL's credentials: user:password@, or a token as the user (https://ghp_...@host). A plain
 # user name (https://docs@host) is not a secret and stays, so data is not changed for nothing.
-_URL_CREDENTIALS = re.compile(r"\b(https?://)(?:[^\s/?#@:]*:[^\s/?#@]+|[A-Za-z0-9_\-]{16,})@",
-                              re.IGNORECASE)
+_URL_CREDENTIALS = re.compile(
+    r"\b(https?://)(?:[^\s/?#@:]*:[^\s/?#@]+|[A-Za-z0-9_\-]{16,})@", re.IGNORECASE
+)
 
 
 @lru_cache(maxsize=64)
 def _secret_regex(secrets):
     whole_word = r"(?<![A-Za-z0-9]){}(?![A-Za-z0-9])"
-    parts = [re.escape(s) if len(s) >= SHORT_KEY else whole_word.format(re.escape(s))
-             for s in sorted(secrets, key=len, reverse=True)]   # longest first: no leftovers
+    parts = [
+        re.escape(s) if len(s) >= SHORT_KEY else whole_word.format(re.escape(s))
+        for s in sorted(secrets, key=len, reverse=True)
+    ]  # longest first: no leftovers
     return re.compile("|".join(parts)) if parts else None
 
 
@@ -409,35 +467,58 @@ def doctor(environ=None):
     """
     version = ".".join(map(str, sys.version_info[:3]))
     py_ok = sys.version_info >= (3, 11)
-    lines = ["labkit doctor",
-             f"  python      {version}  {'ok' if py_ok else 'too old: labkit needs 3.11 or newer'}",
-             f"  packages    {_package_report()}"]
-    problems = [] if py_ok else [f"python {version} is too old — install Python 3.11+ and run: "
-                                 "make clean-venv lab PY=python3.11"]
+    lines = [
+        "labkit doctor",
+        f"  python      {version}  {'ok' if py_ok else 'too old: labkit needs 3.11 or newer'}",
+        f"  packages    {_package_report()}",
+    ]
+    problems = (
+        []
+        if py_ok
+        else [
+            f"python {version} is too old — install Python 3.11+ and run: "
+            "make clean-venv lab PY=python3.11"
+        ]
+    )
     try:
         s = load_settings(environ=environ)
     except UserError as exc:
         s, problems = None, [*problems, explain(exc)]
     if s is not None:
         bad_key = s.key_problem()
-        if s.api_key is None:                # truthful: never "present" for a key that is not set
-            key_line = f"{s.key_name} not set (" + ("needed only for live mode" if s.official else
-                                                    "a local server usually needs none") + ")"
+        if s.api_key is None:  # truthful: never "present" for a key that is not set
+            key_line = (
+                f"{s.key_name} not set ("
+                + (
+                    "needed only for live mode"
+                    if s.official
+                    else "a local server usually needs none"
+                )
+                + ")"
+            )
         elif bad_key:
             key_line = f"{s.key_name} present but malformed: {bad_key}"
         else:
-            key_line = (f"{s.key_name} present and well-formed, set in {s.key_source} "
-                        "(value never shown)")
-        endpoint = ("official OpenAI endpoint" if s.official else
-                    f"LABKIT_BASE_URL (not OpenAI): {shown_url(s.base_url)}, API: {s.api}")
-        lines += [f"  mode        {s.mode}",
-                  f"  .env        {s.env_file or s.env_note}",
-                  f"  key         {key_line}",
-                  f"  model       {s.model}",
-                  f"  endpoint    {endpoint}"]
+            key_line = (
+                f"{s.key_name} present and well-formed, set in {s.key_source} (value never shown)"
+            )
+        endpoint = (
+            "official OpenAI endpoint"
+            if s.official
+            else f"LABKIT_BASE_URL (not OpenAI): {shown_url(s.base_url)}, API: {s.api}"
+        )
+        lines += [
+            f"  mode        {s.mode}",
+            f"  .env        {s.env_file or s.env_note}",
+            f"  key         {key_line}",
+            f"  model       {s.model}",
+            f"  endpoint    {endpoint}",
+        ]
         if s.ignored:
-            lines.append(f"  ignored     {', '.join(s.ignored)} (labkit never sends your key to "
-                         "it; use LABKIT_BASE_URL + LABKIT_API to opt in)")
+            lines.append(
+                f"  ignored     {', '.join(s.ignored)} (labkit never sends your key to "
+                "it; use LABKIT_BASE_URL + LABKIT_API to opt in)"
+            )
         if s.mode == "live" and bad_key:
             problems.append(f"live mode cannot start: {bad_key}")
     lines += [f"  problem     {problem}" for problem in problems]

@@ -117,8 +117,7 @@ def describe_failure(exc, model=None, base_url=None, timeout=None, key_source=No
             else f"put a valid key in {key_source or '.env'} as {name}=... (no quotes)"
         )
         return UserError, (
-            f"401 unauthorized: {where} rejected the API key{said} — {fix}, then "
-            "restart the kernel"
+            f"401 unauthorized: {where} rejected the API key{said} — {fix}, then restart the kernel"
         )
     if isinstance(exc, openai.PermissionDeniedError):
         return UserError, (

@@ -8,10 +8,20 @@ message is one line and never contains the key; the key itself lives only in the
 
 Deliberately left out: streaming, images and audio, structured outputs, async, automatic retries.
 """
+
 import json
 
-from .config import (DEFAULT_MODEL, OFFICIAL_BASE_URL, TIMEOUT_SECONDS, checked_retries,
-                     checked_timeout, key_problem, load_settings, redact, shown_url)
+from .config import (
+    DEFAULT_MODEL,
+    OFFICIAL_BASE_URL,
+    TIMEOUT_SECONDS,
+    checked_retries,
+    checked_timeout,
+    key_problem,
+    load_settings,
+    redact,
+    shown_url,
+)
 from .errors import ServiceError, UserError, call_service
 from .models import Reply, ScriptedModel, ToolCall, Usage, check_pairing, tighter, to_api
 
@@ -25,10 +35,14 @@ def read_output(items):
     texts, calls = [], []
     for item in items:
         if not isinstance(item, dict):
-            continue                    # not an item at all: nothing to read
+            continue  # not an item at all: nothing to read
         if item.get("type") == "message":
-            texts.append("".join(part.get("text") or part.get("refusal") or ""
-                                 for part in item.get("content") or []))
+            texts.append(
+                "".join(
+                    part.get("text") or part.get("refusal") or ""
+                    for part in item.get("content") or []
+                )
+            )
         elif item.get("type") == "function_call":
             call_id = item.get("call_id") or f"call_{len(calls) + 1}"
             calls.append(sent_call(call_id, item.get("name"), item.get("arguments")))
@@ -55,21 +69,25 @@ def responses_body(model, messages, tools=(), replay_reasoning=False, max_output
     items = []
     for m in messages:
         if m.role == "tool":
-            items.append({"type": "function_call_output", "call_id": m.tool_call_id, "output": m.content})
+            items.append(
+                {"type": "function_call_output", "call_id": m.tool_call_id, "output": m.content}
+            )
             continue
         if replay_reasoning:
             items += [r for r in m.reasoning if r.get("encrypted_content")]
         if m.content or m.role != "assistant":
             items.append({"role": m.role, "content": m.content})
-        items += [{"type": "function_call", "call_id": c.id, "name": c.name, "arguments": c.arguments}
-                  for c in m.tool_calls]
+        items += [
+            {"type": "function_call", "call_id": c.id, "name": c.name, "arguments": c.arguments}
+            for c in m.tool_calls
+        ]
     body = {"model": model, "input": items, "store": False}
     if tools:
         body["tools"] = [to_api(t, "responses") for t in tools]
     if replay_reasoning:
         body["include"] = ["reasoning.encrypted_content"]
     if max_output_tokens:
-        body["max_output_tokens"] = max_output_tokens    # reasoning tokens count too
+        body["max_output_tokens"] = max_output_tokens  # reasoning tokens count too
     return body
 
 
@@ -81,9 +99,20 @@ def chat_body(model, messages, tools=(), max_output_tokens=None):
         if m.role == "tool":
             out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content})
         elif m.role == "assistant" and m.tool_calls:
-            out.append({"role": "assistant", "content": m.content or None, "tool_calls": [
-                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-                for c in m.tool_calls]})
+            out.append(
+                {
+                    "role": "assistant",
+                    "content": m.content or None,
+                    "tool_calls": [
+                        {
+                            "id": c.id,
+                            "type": "function",
+                            "function": {"name": c.name, "arguments": c.arguments},
+                        }
+                        for c in m.tool_calls
+                    ],
+                }
+            )
         else:
             out.append({"role": m.role, "content": m.content})
     body = {"model": model, "messages": out}
@@ -103,7 +132,11 @@ def request_preview(messages, tools=(), api=None, model=None):
     api, model = api or s.api, model or s.model
     if api not in ("responses", "chat"):
         raise UserError(f"api={api!r} is not an API — use 'responses' or 'chat'")
-    return responses_body(model, messages, tools) if api == "responses" else chat_body(model, messages, tools)
+    return (
+        responses_body(model, messages, tools)
+        if api == "responses"
+        else chat_body(model, messages, tools)
+    )
 
 
 def _usage(data, names):
@@ -115,8 +148,14 @@ def _usage(data, names):
     return Usage(inp, out, int(raw.get("total_tokens") or inp + out))
 
 
-def openai_client(api_key=None, base_url=OFFICIAL_BASE_URL, timeout=TIMEOUT_SECONDS, max_retries=0,
-                  key_name="OPENAI_API_KEY", key_source=None):
+def openai_client(
+    api_key=None,
+    base_url=OFFICIAL_BASE_URL,
+    timeout=TIMEOUT_SECONDS,
+    max_retries=0,
+    key_name="OPENAI_API_KEY",
+    key_source=None,
+):
     """The one way labkit makes an `openai.OpenAI` client: the key and the settings checked first.
 
     Live models and live embeddings (labkit.embed) both get their client here.
@@ -129,24 +168,39 @@ def openai_client(api_key=None, base_url=OFFICIAL_BASE_URL, timeout=TIMEOUT_SECO
     import openai  # imported here: offline lessons never need it
 
     # subtle: base_url is always passed, so the SDK never reads a stray OPENAI_BASE_URL
-    return openai.OpenAI(api_key=api_key or "no-key-needed", base_url=base_url, timeout=timeout,
-                         max_retries=max_retries)
+    return openai.OpenAI(
+        api_key=api_key or "no-key-needed",
+        base_url=base_url,
+        timeout=timeout,
+        max_retries=max_retries,
+    )
 
 
 class _LiveModel:
     """What both adapters share: settings, sending, turning SDK failures into labkit errors."""
 
-    def __init__(self, model=DEFAULT_MODEL, *, api_key=None, base_url=OFFICIAL_BASE_URL,
-                 timeout=TIMEOUT_SECONDS, max_retries=0, key_name="OPENAI_API_KEY", key_source=None,
-                 max_output_tokens=None):
+    def __init__(
+        self,
+        model=DEFAULT_MODEL,
+        *,
+        api_key=None,
+        base_url=OFFICIAL_BASE_URL,
+        timeout=TIMEOUT_SECONDS,
+        max_retries=0,
+        key_name="OPENAI_API_KEY",
+        key_source=None,
+        max_output_tokens=None,
+    ):
         self._client = openai_client(api_key, base_url, timeout, max_retries, key_name, key_source)
         # the URL as shown (a password in it masked); the client keeps the real one, and the key
         self.model, self.base_url = model, shown_url(base_url)
         self.timeout = self._client.timeout
-        self.key_source = key_source            # where the key was set, for a 401's fix
-        self.max_output_tokens = max_output_tokens  # a cap on each reply; None: the server's default
-        self.usage = Usage()                    # sums only what the server reported
-        self.unreported_turns = 0               # replies that came without usage
+        self.key_source = key_source  # where the key was set, for a 401's fix
+        self.max_output_tokens = (
+            max_output_tokens  # a cap on each reply; None: the server's default
+        )
+        self.usage = Usage()  # sums only what the server reported
+        self.unreported_turns = 0  # replies that came without usage
 
     def _redact(self, text):
         """text without this model's key (which need not be a configured one)."""
@@ -155,11 +209,19 @@ class _LiveModel:
     def respond(self, messages: list, tools=(), max_output_tokens: int | None = None) -> Reply:
         """Send the messages; cap the reply at the tighter of the model's and this call's cap."""
         body = self.request_preview(messages, tools, max_output_tokens)
-        raw = call_service(lambda: self._send(body), self.model, self.base_url, self.timeout,
-                           self.key_source, (self._client.api_key,))
-        if isinstance(raw, str):                # the SDK hands back text when the body was not JSON
-            raise ServiceError(f"bad response: {self.base_url} answered with a web page or plain text, "
-                               "not JSON — the base URL must be the API root (usually ending in /v1)")
+        raw = call_service(
+            lambda: self._send(body),
+            self.model,
+            self.base_url,
+            self.timeout,
+            self.key_source,
+            (self._client.api_key,),
+        )
+        if isinstance(raw, str):  # the SDK hands back text when the body was not JSON
+            raise ServiceError(
+                f"bad response: {self.base_url} answered with a web page or plain text, "
+                "not JSON — the base URL must be the API root (usually ending in /v1)"
+            )
         # subtle: warnings=False — a server may send a field the SDK's types do not expect (a tool
         # name as a list); _parse reads whatever came, so the SDK's serializer warning is only noise
         data = raw.to_dict(warnings=False) if hasattr(raw, "to_dict") else raw
@@ -201,13 +263,23 @@ class ResponsesModel(_LiveModel):
             message = self._redact((data.get("error") or {}).get("message", "no message"))
             raise ServiceError(f"the response failed on the server ({message}) — try again")
         text, calls = read_output(data.get("output") or [])
-        reasoning = [{k: item[k] for k in ("type", "id", "summary", "encrypted_content") if k in item}
-                     for item in data.get("output") or []
-                     if item.get("type") == "reasoning" and item.get("encrypted_content")]
+        reasoning = [
+            {k: item[k] for k in ("type", "id", "summary", "encrypted_content") if k in item}
+            for item in data.get("output") or []
+            if item.get("type") == "reasoning" and item.get("encrypted_content")
+        ]
         status = "incomplete" if data.get("status") == "incomplete" else "completed"
-        reason = (data.get("incomplete_details") or {}).get("reason") if status == "incomplete" else None
-        return Reply(text, calls, _usage(data, ("input_tokens", "output_tokens")), status, reason,
-                     reasoning if self.replay_reasoning else [])
+        reason = (
+            (data.get("incomplete_details") or {}).get("reason") if status == "incomplete" else None
+        )
+        return Reply(
+            text,
+            calls,
+            _usage(data, ("input_tokens", "output_tokens")),
+            status,
+            reason,
+            reasoning if self.replay_reasoning else [],
+        )
 
 
 class ChatModel(_LiveModel):
@@ -218,7 +290,9 @@ class ChatModel(_LiveModel):
 
     def request_preview(self, messages, tools=(), max_output_tokens=None):
         """The exact JSON body this model would POST to /chat/completions."""
-        return chat_body(self.model, messages, tools, tighter(self.max_output_tokens, max_output_tokens))
+        return chat_body(
+            self.model, messages, tools, tighter(self.max_output_tokens, max_output_tokens)
+        )
 
     def _send(self, body):
         return self._client.chat.completions.create(**body)
@@ -226,8 +300,10 @@ class ChatModel(_LiveModel):
     def _parse(self, data):
         choices = data.get("choices") or []
         if not choices:
-            raise ServiceError(f"bad response: {self.base_url} returned no choices — try again, or check "
-                               "that the server supports this model")
+            raise ServiceError(
+                f"bad response: {self.base_url} returned no choices — try again, or check "
+                "that the server supports this model"
+            )
         message, finish = choices[0].get("message") or {}, choices[0].get("finish_reason")
         calls = []
         for i, c in enumerate(message.get("tool_calls") or [], 1):
@@ -236,9 +312,13 @@ class ChatModel(_LiveModel):
             call_id = c.get("id") or f"call_{i}"
             calls.append(sent_call(call_id, function.get("name"), function.get("arguments")))
         reason = {"length": "max_output_tokens", "content_filter": "content_filter"}.get(finish)
-        return Reply(message.get("content") or message.get("refusal") or "", calls,
-                     _usage(data, ("prompt_tokens", "completion_tokens")),
-                     "incomplete" if reason else "completed", reason)
+        return Reply(
+            message.get("content") or message.get("refusal") or "",
+            calls,
+            _usage(data, ("prompt_tokens", "completion_tokens")),
+            "incomplete" if reason else "completed",
+            reason,
+        )
 
 
 def connect(mode=None, script=(), max_output_tokens=None):
@@ -252,16 +332,25 @@ def connect(mode=None, script=(), max_output_tokens=None):
     if s.mode == "offline":
         return ScriptedModel(script)
     cls = ResponsesModel if s.api == "responses" else ChatModel
-    return cls(s.model, api_key=s.api_key, base_url=s.base_url, timeout=s.timeout,
-               max_retries=s.max_retries, key_name=s.key_name, key_source=s.key_source,
-               max_output_tokens=max_output_tokens)
+    return cls(
+        s.model,
+        api_key=s.api_key,
+        base_url=s.base_url,
+        timeout=s.timeout,
+        max_retries=s.max_retries,
+        key_name=s.key_name,
+        key_source=s.key_source,
+        max_output_tokens=max_output_tokens,
+    )
 
 
 def describe(model):
     """One line saying which model answers and how to switch. Example: print(describe(model))"""
     if isinstance(model, ScriptedModel):
-        return (f"offline: a scripted model replays {len(model.steps)} written step(s); no key, no "
-                "network. To go live set LABKIT_MODE=live and OPENAI_API_KEY in .env, then restart the kernel.")
+        return (
+            f"offline: a scripted model replays {len(model.steps)} written step(s); no key, no "
+            "network. To go live set LABKIT_MODE=live and OPENAI_API_KEY in .env, then restart the kernel."
+        )
     where = "the OpenAI API" if model.base_url == OFFICIAL_BASE_URL else model.base_url
     api = "Responses API" if isinstance(model, ResponsesModel) else "Chat Completions API"
     return f"live: {model.model} via {where} ({api}); answers vary from run to run."

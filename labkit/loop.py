@@ -7,6 +7,7 @@ loops (labkit.patterns: ReAct, plan-and-execute) share with this one.
 Deliberately left out: guardrails (05_guardrails plugs in through `guard`), retrying model calls,
 streaming, async and parallel tool execution, durable state (07_runtime).
 """
+
 import time
 from dataclasses import dataclass, field
 
@@ -17,18 +18,29 @@ from .tools import as_registry, execute, failure, result_text
 from .trace import Trace, clip, describe_call
 
 # What the loop and its guards (05_guardrails) can end a run with; 07's runtime has its own.
-STOP_REASONS = ("completed", "empty_output", "model_incomplete", "turn_limit", "tool_limit",
-                "budget_exhausted", "permission_denied", "repeated_action", "parse_error",
-                "service_error")
-DEFAULT_SYSTEM = ("You are a careful assistant. Use a tool when it helps. When a tool result says "
-                  '"ok": false, read its message and fix your call. Answer briefly and say where '
-                  "facts came from.")
-NEXT_STEPS = {                          # what a person can do next, per stop reason
+STOP_REASONS = (
+    "completed",
+    "empty_output",
+    "model_incomplete",
+    "turn_limit",
+    "tool_limit",
+    "budget_exhausted",
+    "permission_denied",
+    "repeated_action",
+    "parse_error",
+    "service_error",
+)
+DEFAULT_SYSTEM = (
+    "You are a careful assistant. Use a tool when it helps. When a tool result says "
+    '"ok": false, read its message and fix your call. Answer briefly and say where '
+    "facts came from."
+)
+NEXT_STEPS = {  # what a person can do next, per stop reason
     "completed": "nothing: the task is answered",
     "empty_output": "the model said nothing — run again; if it repeats, rephrase the task or raise "
-                    "max_output_tokens",
+    "max_output_tokens",
     "model_incomplete": "the reply was cut short — raise max_output_tokens or shorten the input, "
-                        "then run again",
+    "then run again",
     "turn_limit": "raise max_turns or split the task; `unfinished` says what is left",
     "tool_limit": "raise max_calls or narrow the task; `unfinished` lists the calls not run",
     "permission_denied": "ask the user to approve the refused tool, or do the task without it",
@@ -38,9 +50,10 @@ NEXT_STEPS = {                          # what a person can do next, per stop re
 @dataclass(frozen=True)
 class Decision:
     """What a guard decided: "allow", "refuse" (the call is not run; the model reads why) or "stop"."""
-    action: str               # "allow" | "refuse" | "stop"
-    reason: str = ""          # stop: a stop reason from STOP_REASONS; refuse: the error kind
-    message: str = ""         # one line: why, and for a refusal what the model should do instead
+
+    action: str  # "allow" | "refuse" | "stop"
+    reason: str = ""  # stop: a stop reason from STOP_REASONS; refuse: the error kind
+    message: str = ""  # one line: why, and for a refusal what the model should do instead
 
 
 class Guard:
@@ -64,26 +77,31 @@ class Guard:
 
 @dataclass
 class RunResult:
-    status: str = "running"   # a stop reason from STOP_REASONS once the run ends
-    answer: str = ""          # the final text, only when status == "completed"
-    turns: int = 0            # model calls made
-    tool_calls: int = 0       # tool calls answered with a result
+    status: str = "running"  # a stop reason from STOP_REASONS once the run ends
+    answer: str = ""  # the final text, only when status == "completed"
+    turns: int = 0  # model calls made
+    tool_calls: int = 0  # tool calls answered with a result
     usage: Usage = field(default_factory=Usage)
-    elapsed: float = 0.0      # seconds the run took, measured with the clock passed to run()
+    elapsed: float = 0.0  # seconds the run took, measured with the clock passed to run()
     trace: Trace = field(default_factory=Trace)
-    completed: list = field(default_factory=list)     # calls that succeeded: ['get_weather({...})']
-    unfinished: list = field(default_factory=list)    # what is not done, one line each
-    next_step: str = ""       # what a person can do next
-    messages: list = field(default_factory=list)      # the history, every call paired with its output
-    tool_failures: int = 0    # results with "ok": false
+    completed: list = field(default_factory=list)  # calls that succeeded: ['get_weather({...})']
+    unfinished: list = field(default_factory=list)  # what is not done, one line each
+    next_step: str = ""  # what a person can do next
+    messages: list = field(default_factory=list)  # the history, every call paired with its output
+    tool_failures: int = 0  # results with "ok": false
     task: str = ""
-    failed: dict = field(default_factory=dict, repr=False)    # tool name -> last failure not recovered
+    failed: dict = field(
+        default_factory=dict, repr=False
+    )  # tool name -> last failure not recovered
 
     def __repr__(self):
         tokens = f"{self.usage.total_tokens}{' (estimated)' if self.usage.estimated else ''}"
-        lines = [f"status:     {self.status}", f"answer:     {clip(self.answer, 90)!r}",
-                 f"turns:      {self.turns}   tool calls: {self.tool_calls}   "
-                 f"failed: {self.tool_failures}   tokens: {tokens}"]
+        lines = [
+            f"status:     {self.status}",
+            f"answer:     {clip(self.answer, 90)!r}",
+            f"turns:      {self.turns}   tool calls: {self.tool_calls}   "
+            f"failed: {self.tool_failures}   tokens: {tokens}",
+        ]
         lines += [f"completed:  {c}" for c in self.completed]
         lines += [f"unfinished: {u}" for u in self.unfinished]
         return "\n".join(lines + [f"next step:  {self.next_step}"])
@@ -95,7 +113,7 @@ def next_action(reply: Reply) -> str:
     Example: next_action(Reply("", [ToolCall("call_1", "calculate", "{}")]))  ->  "run_tools"
     """
     if reply.status != "completed":
-        return "model_incomplete"       # subtle: never run calls from a cut-short reply
+        return "model_incomplete"  # subtle: never run calls from a cut-short reply
     if reply.tool_calls:
         return "run_tools"
     return "completed" if reply.text.strip() else "empty_output"
@@ -106,14 +124,22 @@ def _consult(run, decision, where, actions=("allow", "refuse", "stop")):
     if decision is None:
         return None
     if decision.action not in actions:
-        raise UserError(f"guard returned action {decision.action!r} {where} — use "
-                        f"{' or '.join(actions)}")
+        raise UserError(
+            f"guard returned action {decision.action!r} {where} — use {' or '.join(actions)}"
+        )
     if decision.action == "stop" and decision.reason not in STOP_REASONS:
-        raise UserError(f"guard stop reason {decision.reason!r} is not one of "
-                        f"{', '.join(STOP_REASONS)}")
+        raise UserError(
+            f"guard stop reason {decision.reason!r} is not one of {', '.join(STOP_REASONS)}"
+        )
     summary = f"{where}: {decision.action} {decision.reason} {decision.message}".strip()
-    run.trace.add("guard", run.turns, summary, action=decision.action, reason=decision.reason,
-                  message=decision.message)
+    run.trace.add(
+        "guard",
+        run.turns,
+        summary,
+        action=decision.action,
+        reason=decision.reason,
+        message=decision.message,
+    )
     return None if decision.action == "allow" else decision
 
 
@@ -160,11 +186,14 @@ def finish(run, reason, message, started, clock, calls=()):
     Example: return finish(result, "turn_limit", "used all 6 turns", started, clock)
     """
     answered = {m.tool_call_id for m in run.messages if m.role == "tool"}
-    for call in [c for c in calls if c.id not in answered]:   # an unanswered call: unsendable history
+    for call in [
+        c for c in calls if c.id not in answered
+    ]:  # an unanswered call: unsendable history
         not_run = failure("not_run", f"not run: the run stopped ({reason})")
         run.messages.append(tool_message(call, result_text(not_run)))
-        run.trace.add("tool", run.turns, f"{describe_call(call)} -> not run ({reason})",
-                      call_id=call.id)
+        run.trace.add(
+            "tool", run.turns, f"{describe_call(call)} -> not run ({reason})", call_id=call.id
+        )
         run.unfinished.append(f"not run: {describe_call(call)}")
     run.status = reason
     run.trace.stop(run.turns, reason, message)
@@ -182,7 +211,7 @@ def _call_tool(run, call, registry, guard, clock):
     if decision and decision.action == "stop":
         return decision
     started = clock()
-    if decision:                        # refused: the model reads why, and the call never runs
+    if decision:  # refused: the model reads why, and the call never runs
         result = failure(decision.reason or "refused", decision.message)
     else:
         result = execute(call, registry)
@@ -195,9 +224,18 @@ def _call_tool(run, call, registry, guard, clock):
     return None
 
 
-def run(task: str, model, tools, max_turns: int = 6, max_calls: int = 8, system: str | None = None,
-        history=(), guard: Guard | None = None, clock=time.perf_counter,
-        max_output_tokens: int | None = None) -> RunResult:
+def run(
+    task: str,
+    model,
+    tools,
+    max_turns: int = 6,
+    max_calls: int = 8,
+    system: str | None = None,
+    history=(),
+    guard: Guard | None = None,
+    clock=time.perf_counter,
+    max_output_tokens: int | None = None,
+) -> RunResult:
     """Run the agent loop on one task until the model answers or a limit stops it.
 
     1. Start the history: the system prompt, earlier messages (paired; system messages in them are
@@ -221,8 +259,11 @@ def run(task: str, model, tools, max_turns: int = 6, max_calls: int = 8, system:
     history = [m for m in history if m.role != "system"]
     check_pairing(history)
     result = RunResult(trace=Trace(clock), task=task)
-    result.messages = [system_message(DEFAULT_SYSTEM if system is None else system), *history,
-                       user(task)]
+    result.messages = [
+        system_message(DEFAULT_SYSTEM if system is None else system),
+        *history,
+        user(task),
+    ]
     while True:
         # 2. the guard, then the turn limit
         decision = _consult(result, guard.before_model(result), "before model", ("allow", "stop"))
@@ -233,20 +274,28 @@ def run(task: str, model, tools, max_turns: int = 6, max_calls: int = 8, system:
         # 3. the model
         reply = model_turn(result, model, list(registry), started, clock, max_output_tokens)
         if reply is None:
-            return result               # the service failed: model_turn stopped the run
+            return result  # the service failed: model_turn stopped the run
         # 4. answered, cut short, or tools to run
         action = next_action(reply)
         if action != "run_tools":
             result.answer = reply.text.strip() if action == "completed" else ""
-            return finish(result, action, reply.incomplete_reason or "", started, clock,
-                          reply.tool_calls)
+            return finish(
+                result, action, reply.incomplete_reason or "", started, clock, reply.tool_calls
+            )
         # 5. each tool call, in order
         for call in reply.tool_calls:
             if result.tool_calls >= max_calls:
-                return finish(result, "tool_limit", f"more than {max_calls} tool calls", started,
-                              clock, reply.tool_calls)
+                return finish(
+                    result,
+                    "tool_limit",
+                    f"more than {max_calls} tool calls",
+                    started,
+                    clock,
+                    reply.tool_calls,
+                )
             decision = _call_tool(result, call, registry, guard, clock)
             if decision:
-                return finish(result, decision.reason, decision.message, started, clock,
-                              reply.tool_calls)
+                return finish(
+                    result, decision.reason, decision.message, started, clock, reply.tool_calls
+                )
         # 6. back to 2.

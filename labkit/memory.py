@@ -9,6 +9,7 @@ is `python -m labkit memory set|list|delete|export` (labkit/__main__.py). Notes 
 Deliberately left out: embeddings (06_rag), stemming, encryption at rest, spotting contradictions in
 free text (a model's job; here the id names what a memory is about), power-loss durability (FULL sync).
 """
+
 import heapq
 import json
 import math
@@ -18,7 +19,7 @@ import stat
 import sys
 import time
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from itertools import count
 from pathlib import Path
 
@@ -28,15 +29,17 @@ from .schema import WHOLE_CHARACTERS, check_text, required_id, unencodable
 from .tools import Tool, approved
 
 KINDS = ("preference", "fact", "episode", "note")
-SOURCES = ("user", "assistant", "tool")   # who said it; only "user" is explicit
-MAX_CHARS = 500                           # a memory is a sentence or two, not a document
+SOURCES = ("user", "assistant", "tool")  # who said it; only "user" is explicit
+MAX_CHARS = 500  # a memory is a sentence or two, not a document
 TTL_DAYS = (1, 365)
 DAY = 86400.0
-HALF_LIFE_DAYS = 30.0                     # recency halves every 30 days without an update
-PROMOTE_AT = 0.7                          # working-memory importance that earns long-term storage
-STOPWORDS = frozenset("a about an and are as at be by can could did do does for from has have he her his how i "
-                      "in is it its me my of on or she should that the their them they this to was we were what "
-                      "when where which who why will with would you your user users".split())
+HALF_LIFE_DAYS = 30.0  # recency halves every 30 days without an update
+PROMOTE_AT = 0.7  # working-memory importance that earns long-term storage
+STOPWORDS = frozenset(
+    "a about an and are as at be by can could did do does for from has have he her his how i "
+    "in is it its me my of on or she should that the their them they this to was we were what "
+    "when where which who why will with would you your user users".split()
+)
 _ID = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 MAX_TENANT = 100
 
@@ -53,12 +56,12 @@ class Refused(UserError):
 class Memory:
     id: str
     tenant: str
-    kind: str                 # preference | fact | episode | note
+    kind: str  # preference | fact | episode | note
     content: str
-    source: str               # user | assistant | tool
-    confidence: float         # 0..1: how sure we are it is true
-    importance: float         # 0..1: how much it matters when it is relevant
-    created_at: float         # seconds since the epoch, from the store's clock
+    source: str  # user | assistant | tool
+    confidence: float  # 0..1: how sure we are it is true
+    importance: float  # 0..1: how much it matters when it is relevant
+    created_at: float  # seconds since the epoch, from the store's clock
     updated_at: float
     expires_at: float
 
@@ -66,18 +69,18 @@ class Memory:
 @dataclass
 class Hit:
     memory: Memory
-    score: float              # relevance * recency * weight
-    relevance: float          # 0..1, share of the query's IDF weight this memory contains
-    recency: float            # 0..1, halves every half_life_days since updated_at
-    weight: float             # 0.8 + 0.4 * importance: 0.8..1.2
+    score: float  # relevance * recency * weight
+    relevance: float  # 0..1, share of the query's IDF weight this memory contains
+    recency: float  # 0..1, halves every half_life_days since updated_at
+    weight: float  # 0.8 + 0.4 * importance: 0.8..1.2
 
 
 @dataclass
 class WriteResult:
-    status: str               # created | replaced | unchanged | kept
-    memory: Memory            # what is stored now
-    previous: Memory | None   # what was stored before, when there was something
-    message: str              # one line to show the user: a conflict is never silent
+    status: str  # created | replaced | unchanged | kept
+    memory: Memory  # what is stored now
+    previous: Memory | None  # what was stored before, when there was something
+    message: str  # one line to show the user: a conflict is never silent
 
 
 class ManualClock:
@@ -86,7 +89,7 @@ class ManualClock:
     Example: clock = ManualClock(); store = MemoryStore(clock=clock); clock.advance(days=31)
     """
 
-    def __init__(self, start=1735689600.0):   # 2025-01-01T00:00:00Z
+    def __init__(self, start=1735689600.0):  # 2025-01-01T00:00:00Z
         self.now = float(start)
 
     def __call__(self):
@@ -98,10 +101,11 @@ class ManualClock:
 
 def iso(seconds):
     """A timestamp as UTC ISO text. Example: iso(1735689600.0)  ->  "2025-01-01T00:00:00Z" """
-    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 # ---------------------------------------------------------------- the write policy and the score
+
 
 def _unit(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1
@@ -142,22 +146,38 @@ def record_problems(record):
     if not isinstance(content, str) or not content.strip():
         problems["content"] = "content is empty — say what to remember in a sentence"
     elif len(content) > MAX_CHARS:
-        problems["content"] = f"content has {len(content)} characters — at most {MAX_CHARS} characters; summarise"
+        problems["content"] = (
+            f"content has {len(content)} characters — at most {MAX_CHARS} characters; summarise"
+        )
     elif bad_text := unencodable(content, "content"):
         problems["content"] = f"{bad_text} — {WHOLE_CHARACTERS}"
     elif redact(content) != content:
-        problems["content"] = "content looks like it holds a key (sk-...) — never store secrets in memory"
+        problems["content"] = (
+            "content looks like it holds a key (sk-...) — never store secrets in memory"
+        )
     if r.get("source") not in SOURCES:
-        problems["source"] = f"source {r.get('source')!r} is unknown — use one of {', '.join(SOURCES)}"
+        problems["source"] = (
+            f"source {r.get('source')!r} is unknown — use one of {', '.join(SOURCES)}"
+        )
     for name in ("confidence", "importance"):
         if not _unit(r.get(name)):
-            problems[name] = f"{name} must be a number from 0 to 1, got {r.get(name)!r} — 0 is low, 1 is high"
+            problems[name] = (
+                f"{name} must be a number from 0 to 1, got {r.get(name)!r} — 0 is low, 1 is high"
+            )
     ttl = r.get("ttl_days")
-    if not (isinstance(ttl, (int, float)) and not isinstance(ttl, bool) and TTL_DAYS[0] <= ttl <= TTL_DAYS[1]):
-        problems["ttl_days"] = f"ttl_days must be {TTL_DAYS[0]}-{TTL_DAYS[1]}, got {ttl!r} — nothing is kept forever"
+    if not (
+        isinstance(ttl, (int, float))
+        and not isinstance(ttl, bool)
+        and TTL_DAYS[0] <= ttl <= TTL_DAYS[1]
+    ):
+        problems["ttl_days"] = (
+            f"ttl_days must be {TTL_DAYS[0]}-{TTL_DAYS[1]}, got {ttl!r} — nothing is kept forever"
+        )
     if r.get("confirmed") is not True:
-        problems["confirmed"] = ("the user has not confirmed this — ask the user, and write with "
-                                 "confirmed=True only after they say yes")
+        problems["confirmed"] = (
+            "the user has not confirmed this — ask the user, and write with "
+            "confirmed=True only after they say yes"
+        )
     return problems
 
 
@@ -190,10 +210,13 @@ def resolve(old, new_source, new_content, now):
         return "created", ""
     if old.content == new_content:
         return "unchanged", "already stored; its TTL starts again"
-    if now < old.updated_at:          # subtle: clocks differ between processes; older never wins
+    if now < old.updated_at:  # subtle: clocks differ between processes; older never wins
         return "kept", "the stored value is newer than this statement"
     if old.source == "user" and new_source != "user":
-        return "kept", f"the user said it; this came from the {new_source} — ask the user to confirm the change"
+        return (
+            "kept",
+            f"the user said it; this came from the {new_source} — ask the user to confirm the change",
+        )
     return "replaced", "newer statement wins; the old value is in history"
 
 
@@ -214,11 +237,15 @@ CREATE TABLE IF NOT EXISTS terms (tenant TEXT NOT NULL, term TEXT NOT NULL,
   key INTEGER NOT NULL REFERENCES memories (key) ON DELETE CASCADE, PRIMARY KEY (tenant, term, key)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS terms_key ON terms (key)
 """
-_COLUMNS = "id, tenant, kind, content, source, confidence, importance, created_at, updated_at, expires_at"
+_COLUMNS = (
+    "id, tenant, kind, content, source, confidence, importance, created_at, updated_at, expires_at"
+)
 
 
 def _busy(exc):
-    return isinstance(exc, sqlite3.OperationalError) and ("locked" in str(exc) or "busy" in str(exc))
+    return isinstance(exc, sqlite3.OperationalError) and (
+        "locked" in str(exc) or "busy" in str(exc)
+    )
 
 
 def _location_problem(path):
@@ -234,7 +261,7 @@ def _location_problem(path):
         if not path.parent.is_dir():
             where = "is not a folder" if path.parent.exists() else "does not exist"
             return f"the folder {str(path.parent)!r} {where} — create it first, or fix a typo"
-    except (OSError, ValueError) as exc:    # e.g. a name too long, a NUL byte
+    except (OSError, ValueError) as exc:  # e.g. a name too long, a NUL byte
         return f"the path cannot be used ({getattr(exc, 'strerror', None) or exc}) — pass another"
     return None
 
@@ -247,7 +274,9 @@ class MemoryStore:
     Example: store = MemoryStore(":memory:"); store.write("ana", "Prefers metric units", id="units", confirmed=True)
     """
 
-    def __init__(self, path=":memory:", *, clock=time.time, busy_timeout=5.0, retries=5, backoff=0.05):
+    def __init__(
+        self, path=":memory:", *, clock=time.time, busy_timeout=5.0, retries=5, backoff=0.05
+    ):
         self.path, self.clock, self.retries, self.backoff = str(path), clock, retries, backoff
         self.busy_timeout = busy_timeout
         problem = None if self.path == ":memory:" else _location_problem(Path(self.path))
@@ -266,21 +295,25 @@ class MemoryStore:
         try:
             listed = "SELECT name FROM sqlite_master WHERE type = 'table'"
             tables = sorted(t for (t,) in self.db.execute(listed))
-            if tables and "memories" not in tables:       # e.g. --db runtime.db: never add to it
-                raise UserError(f"{cannot} it is a SQLite database of something else (tables: "
-                                f"{', '.join(tables)[:60]}) — pass a memory store or a new file")
+            if tables and "memories" not in tables:  # e.g. --db runtime.db: never add to it
+                raise UserError(
+                    f"{cannot} it is a SQLite database of something else (tables: "
+                    f"{', '.join(tables)[:60]}) — pass a memory store or a new file"
+                )
             self.db.execute("PRAGMA foreign_keys = ON")
             self._retrying(lambda: self.db.execute("PRAGMA journal_mode = WAL"))
             # subtle: NORMAL in WAL survives a killed process; power loss may undo the last commits
             self.db.execute("PRAGMA synchronous = NORMAL")
             self._write(lambda db: [db.execute(s) for s in SCHEMA.split(";")])
-        except sqlite3.DatabaseError as exc:    # "file is not a database", "disk I/O error", ...
-            fix = ("it is not a SQLite database — pass a memory store or a new file"
-                   if "not a database" in str(exc) else
-                   f"SQLite says {exc} — check that the file and its folder are writable")
+        except sqlite3.DatabaseError as exc:  # "file is not a database", "disk I/O error", ...
+            fix = (
+                "it is not a SQLite database — pass a memory store or a new file"
+                if "not a database" in str(exc)
+                else f"SQLite says {exc} — check that the file and its folder are writable"
+            )
         else:
             return
-        raise UserError(f"{cannot} {fix}")      # out here: sqlite's error is not its __context__
+        raise UserError(f"{cannot} {fix}")  # out here: sqlite's error is not its __context__
 
     def close(self):
         self.db.close()
@@ -303,15 +336,18 @@ class MemoryStore:
                 if not _busy(exc):
                     raise
             if number < self.retries:
-                time.sleep(self.backoff * 2 ** number)
-        raise ServiceError(f"the memory file is busy: another process kept its write lock through "
-                           f"{self.retries + 1} tries of {self.busy_timeout:g} s — try again, or "
-                           "give MemoryStore a longer busy_timeout")
+                time.sleep(self.backoff * 2**number)
+        raise ServiceError(
+            f"the memory file is busy: another process kept its write lock through "
+            f"{self.retries + 1} tries of {self.busy_timeout:g} s — try again, or "
+            "give MemoryStore a longer busy_timeout"
+        )
 
     def _write(self, work):
         """Run work(db) in one BEGIN IMMEDIATE transaction: all of it commits, or none of it."""
+
         def attempt():
-            self.db.execute("BEGIN IMMEDIATE")     # take the write lock now, not halfway through
+            self.db.execute("BEGIN IMMEDIATE")  # take the write lock now, not halfway through
             try:
                 result = work(self.db)
                 self.db.execute("COMMIT")
@@ -320,26 +356,63 @@ class MemoryStore:
                 if self.db.in_transaction:
                     self.db.execute("ROLLBACK")
                 raise
+
         return self._retrying(attempt)
 
     # ---- writing
 
-    def write(self, tenant, content, *, id=None, kind="preference", confirmed=False, source="user",
-              confidence=1.0, importance=0.5, ttl_days=90):
+    def write(
+        self,
+        tenant,
+        content,
+        *,
+        id=None,
+        kind="preference",
+        confirmed=False,
+        source="user",
+        confidence=1.0,
+        importance=0.5,
+        ttl_days=90,
+    ):
         """Store one memory the user confirmed; the same id replaces the old value (kept in history).
 
         id=None (the default) lets the store name the slot ("m1", "m2", ...); a blank id is refused.
 
         Example: store.write("ana", "Prefers metric units", id="units", confirmed=True).status  ->  "created"
         """
-        return self.write_many([dict(tenant=tenant, content=content, id=id, kind=kind, confirmed=confirmed,
-                                     source=source, confidence=confidence, importance=importance,
-                                     ttl_days=ttl_days)])[0]
+        return self.write_many(
+            [
+                dict(
+                    tenant=tenant,
+                    content=content,
+                    id=id,
+                    kind=kind,
+                    confirmed=confirmed,
+                    source=source,
+                    confidence=confidence,
+                    importance=importance,
+                    ttl_days=ttl_days,
+                )
+            ]
+        )[0]
 
     def write_many(self, records):
         """Store several records in one transaction (all or none). Example: store.write_many([{...}, {...}])"""
-        records = [dict({"kind": "preference", "source": "user", "confidence": 1.0, "importance": 0.5,
-                         "ttl_days": 90, "id": None, "confirmed": False}, **r) for r in records]
+        records = [
+            dict(
+                {
+                    "kind": "preference",
+                    "source": "user",
+                    "confidence": 1.0,
+                    "importance": 0.5,
+                    "ttl_days": 90,
+                    "id": None,
+                    "confirmed": False,
+                },
+                **r,
+            )
+            for r in records
+        ]
         for r in records:
             problems = record_problems(r)
             if problems:
@@ -348,43 +421,78 @@ class MemoryStore:
         now = self.clock()
 
         def work(db):
-            self._purge(db, now)          # expired memories leave the file at the next write
+            self._purge(db, now)  # expired memories leave the file at the next write
             return [self._apply(db, r, now) for r in records]
+
         return self._write(work)
 
     def _apply(self, db, r, now):
         old = self._row(db, "tenant = ? AND id = ?", (r["tenant"], r["id"])) if r["id"] else None
         status, reason = resolve(old and old[1], r["source"], r["content"].strip(), now)
-        values = dict(id=r["id"] or self._next_id(db, r["tenant"]), tenant=r["tenant"], kind=r["kind"],
-                      content=r["content"].strip(), source=r["source"], confidence=float(r["confidence"]),
-                      importance=float(r["importance"]), created_at=old[1].created_at if old else now,
-                      updated_at=now, expires_at=now + r["ttl_days"] * DAY)
+        values = dict(
+            id=r["id"] or self._next_id(db, r["tenant"]),
+            tenant=r["tenant"],
+            kind=r["kind"],
+            content=r["content"].strip(),
+            source=r["source"],
+            confidence=float(r["confidence"]),
+            importance=float(r["importance"]),
+            created_at=old[1].created_at if old else now,
+            updated_at=now,
+            expires_at=now + r["ttl_days"] * DAY,
+        )
         if status == "kept":
-            return WriteResult("kept", old[1], old[1], f"kept {old[1].content!r}, not {values['content']!r}: {reason}")
+            return WriteResult(
+                "kept",
+                old[1],
+                old[1],
+                f"kept {old[1].content!r}, not {values['content']!r}: {reason}",
+            )
         if status == "unchanged" and old[1].source == "user":
-            values["source"] = "user"     # the same words, repeated by the assistant, stay the user's
+            values["source"] = "user"  # the same words, repeated by the assistant, stay the user's
         if old:
             key, previous = old
             if status == "replaced":
-                db.execute("INSERT INTO history (key, kind, content, source, confidence, importance, updated_at, "
-                           "replaced_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                           (key, previous.kind, previous.content, previous.source, previous.confidence,
-                            previous.importance, previous.updated_at, now))
+                db.execute(
+                    "INSERT INTO history (key, kind, content, source, confidence, importance, updated_at, "
+                    "replaced_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        key,
+                        previous.kind,
+                        previous.content,
+                        previous.source,
+                        previous.confidence,
+                        previous.importance,
+                        previous.updated_at,
+                        now,
+                    ),
+                )
             db.execute("DELETE FROM terms WHERE key = ?", (key,))
-            db.execute(f"UPDATE memories SET ({_COLUMNS}) = ({', '.join('?' * 10)}) WHERE key = ?",
-                       (*values.values(), key))
+            db.execute(
+                f"UPDATE memories SET ({_COLUMNS}) = ({', '.join('?' * 10)}) WHERE key = ?",
+                (*values.values(), key),
+            )
         else:
-            key = db.execute(f"INSERT INTO memories ({_COLUMNS}) VALUES ({', '.join('?' * 10)})",
-                             tuple(values.values())).lastrowid
-        db.executemany("INSERT INTO terms (tenant, term, key) VALUES (?, ?, ?)",
-                       [(r["tenant"], term, key) for term in set(tokens(values["content"]))])
-        message = (f"replaced {old[1].content!r} with {values['content']!r}: {reason}" if status == "replaced"
-                   else reason or "remembered")
+            key = db.execute(
+                f"INSERT INTO memories ({_COLUMNS}) VALUES ({', '.join('?' * 10)})",
+                tuple(values.values()),
+            ).lastrowid
+        db.executemany(
+            "INSERT INTO terms (tenant, term, key) VALUES (?, ?, ?)",
+            [(r["tenant"], term, key) for term in set(tokens(values["content"]))],
+        )
+        message = (
+            f"replaced {old[1].content!r} with {values['content']!r}: {reason}"
+            if status == "replaced"
+            else reason or "remembered"
+        )
         return WriteResult(status, Memory(**values), old[1] if old else None, message)
 
     def _next_id(self, db, tenant):
         number = db.execute("SELECT COALESCE(MAX(key), 0) + 1 FROM memories").fetchone()[0]
-        while db.execute("SELECT 1 FROM memories WHERE tenant = ? AND id = ?", (tenant, f"m{number}")).fetchone():
+        while db.execute(
+            "SELECT 1 FROM memories WHERE tenant = ? AND id = ?", (tenant, f"m{number}")
+        ).fetchone():
             number += 1
         return f"m{number}"
 
@@ -401,30 +509,47 @@ class MemoryStore:
     def get(self, tenant, id):
         """The live memory with this id, or None. Example: store.get("ana", "units").content"""
         tenant, id = _tenant(tenant), _memory_id(id)
-        found = self._row(self.db, "tenant = ? AND id = ? AND expires_at > ?", (tenant, id, self.clock()))
+        found = self._row(
+            self.db, "tenant = ? AND id = ? AND expires_at > ?", (tenant, id, self.clock())
+        )
         return found and found[1]
 
     def list(self, tenant, kind=None):
         """Every live memory of a tenant, oldest first. Example: [m.id for m in store.list("ana")]"""
         tenant = _tenant(tenant)
-        rows = self.db.execute(f"SELECT {_COLUMNS} FROM memories WHERE tenant = ? AND expires_at > ? "
-                               "AND (? IS NULL OR kind = ?) ORDER BY created_at, key",
-                               (tenant, self.clock(), kind, kind))
+        rows = self.db.execute(
+            f"SELECT {_COLUMNS} FROM memories WHERE tenant = ? AND expires_at > ? "
+            "AND (? IS NULL OR kind = ?) ORDER BY created_at, key",
+            (tenant, self.clock(), kind, kind),
+        )
         return [Memory(*row) for row in rows]
 
     def count(self, tenant):
         """How many live memories a tenant has. Example: store.count("ana")  ->  3"""
         tenant = _tenant(tenant)
-        return self.db.execute("SELECT COUNT(*) FROM memories WHERE tenant = ? AND expires_at > ?",
-                               (tenant, self.clock())).fetchone()[0]
+        return self.db.execute(
+            "SELECT COUNT(*) FROM memories WHERE tenant = ? AND expires_at > ?",
+            (tenant, self.clock()),
+        ).fetchone()[0]
 
     def history(self, tenant, id):
         """The values this memory had before, oldest first. Example: store.history("ana", "units")"""
         tenant, id = _tenant(tenant), _memory_id(id)
-        rows = self.db.execute("SELECT h.kind, h.content, h.source, h.confidence, h.importance, h.updated_at, "
-                               "h.replaced_at FROM history h JOIN memories m ON m.key = h.key WHERE m.tenant = ? "
-                               "AND m.id = ? ORDER BY h.seq", (tenant, id))
-        names = ("kind", "content", "source", "confidence", "importance", "updated_at", "replaced_at")
+        rows = self.db.execute(
+            "SELECT h.kind, h.content, h.source, h.confidence, h.importance, h.updated_at, "
+            "h.replaced_at FROM history h JOIN memories m ON m.key = h.key WHERE m.tenant = ? "
+            "AND m.id = ? ORDER BY h.seq",
+            (tenant, id),
+        )
+        names = (
+            "kind",
+            "content",
+            "source",
+            "confidence",
+            "importance",
+            "updated_at",
+            "replaced_at",
+        )
         return [dict(zip(names, row)) for row in rows]
 
     def recall(self, tenant, query, limit=5, half_life_days=HALF_LIFE_DAYS):
@@ -434,8 +559,9 @@ class MemoryStore:
         """
         tenant = _tenant(tenant)
         if not isinstance(query, str):
-            raise UserError(f"the query must be text, got {type(query).__name__} — ask with words, "
-                            "e.g. 'units'")
+            raise UserError(
+                f"the query must be text, got {type(query).__name__} — ask with words, e.g. 'units'"
+            )
         check_text(query, "the query", UserError)
         words = sorted(set(tokens(query)))
         if not words:
@@ -445,10 +571,14 @@ class MemoryStore:
         # parameter: one ? per word would stop at SQLite's limits on variables and UNION terms
         # subtle: n and df count live memories only, so an expired memory cannot sway the weights
         n = self.count(tenant)
-        df = dict(self.db.execute(
-            "SELECT t.term, COUNT(*) FROM json_each(?) q CROSS JOIN terms t ON t.tenant = ? "
-            "AND t.term = q.value JOIN memories m ON m.key = t.key WHERE m.expires_at > ? "
-            "GROUP BY t.term", (listed, tenant, now)))
+        df = dict(
+            self.db.execute(
+                "SELECT t.term, COUNT(*) FROM json_each(?) q CROSS JOIN terms t ON t.tenant = ? "
+                "AND t.term = q.value JOIN memories m ON m.key = t.key WHERE m.expires_at > ? "
+                "GROUP BY t.term",
+                (listed, tenant, now),
+            )
+        )
         weights = {w: idf(df.get(w, 0), n) for w in words}
         total = sum(weights.values())
         # subtle: CROSS JOIN fixes the order (query words -> their terms -> those memories); left to
@@ -457,16 +587,37 @@ class MemoryStore:
             "SELECT json_group_array(q.value), m.updated_at, m.importance, m.id, m.key "
             "FROM json_each(?) q CROSS JOIN terms t ON t.tenant = ? AND t.term = q.value "
             "CROSS JOIN memories m ON m.key = t.key WHERE m.tenant = ? AND m.expires_at > ? "
-            "GROUP BY m.key", (listed, tenant, tenant, now))
-        matched = ((sum(weights[w] for w in sorted(json.loads(terms))) / total, *rest)
-                   for terms, *rest in rows)
-        scored = ((score(relevance, recency(now - updated, half_life_days), importance), updated,
-                   id, key, relevance) for relevance, updated, importance, id, key in matched)
+            "GROUP BY m.key",
+            (listed, tenant, tenant, now),
+        )
+        matched = (
+            (sum(weights[w] for w in sorted(json.loads(terms))) / total, *rest)
+            for terms, *rest in rows
+        )
+        scored = (
+            (
+                score(relevance, recency(now - updated, half_life_days), importance),
+                updated,
+                id,
+                key,
+                relevance,
+            )
+            for relevance, updated, importance, id, key in matched
+        )
         hits = []
-        for value, _, _, key, relevance in heapq.nlargest(limit, scored):   # only the best become Memory objects
+        for value, _, _, key, relevance in heapq.nlargest(
+            limit, scored
+        ):  # only the best become Memory objects
             memory = self._row(self.db, "key = ?", (key,))[1]
-            hits.append(Hit(memory, value, relevance, recency(now - memory.updated_at, half_life_days),
-                            0.8 + 0.4 * memory.importance))
+            hits.append(
+                Hit(
+                    memory,
+                    value,
+                    relevance,
+                    recency(now - memory.updated_at, half_life_days),
+                    0.8 + 0.4 * memory.importance,
+                )
+            )
         return hits
 
     # ---- forgetting and privacy
@@ -478,32 +629,57 @@ class MemoryStore:
         def work(db):
             found = self._row(db, "tenant = ? AND id = ?", (tenant, id))
             if not found:
-                raise UserError(f"no memory {id!r} for tenant {tenant!r} — list them to see the ids")
+                raise UserError(
+                    f"no memory {id!r} for tenant {tenant!r} — list them to see the ids"
+                )
             db.execute("DELETE FROM memories WHERE key = ?", (found[0],))
             return found[1]
+
         return self._write(work)
 
-    def forget(self, tenant, *, below_importance=None, older_than_days=None, keep=None,
-               half_life_days=HALF_LIFE_DAYS):
+    def forget(
+        self,
+        tenant,
+        *,
+        below_importance=None,
+        older_than_days=None,
+        keep=None,
+        half_life_days=HALF_LIFE_DAYS,
+    ):
         """Delete by importance, by age, or down to `keep` memories (lowest priority first); returns the ids.
 
         Example: store.forget("ana", keep=100)   # priority = recency x (0.8 + 0.4 x importance)
         """
         tenant = _tenant(tenant)
         if below_importance is None and older_than_days is None and keep is None:
-            raise UserError("forget() needs below_importance=, older_than_days= or keep= — say what to forget")
+            raise UserError(
+                "forget() needs below_importance=, older_than_days= or keep= — say what to forget"
+            )
         now = self.clock()
 
-        def work(db):        # subtle: choose and delete in one transaction, so no write slips in between
+        def work(db):  # subtle: choose and delete in one transaction, so no write slips in between
             alive = self.list(tenant)
-            drop = {m.id for m in alive if (below_importance is not None and m.importance < below_importance)
-                    or (older_than_days is not None and m.updated_at < now - older_than_days * DAY)}
+            drop = {
+                m.id
+                for m in alive
+                if (below_importance is not None and m.importance < below_importance)
+                or (older_than_days is not None and m.updated_at < now - older_than_days * DAY)
+            }
             if keep is not None:
-                rest = sorted((m for m in alive if m.id not in drop), reverse=True, key=lambda m: (
-                    score(1.0, recency(now - m.updated_at, half_life_days), m.importance), m.updated_at))
-                drop |= {m.id for m in rest[max(keep, 0):]}
-            db.executemany("DELETE FROM memories WHERE tenant = ? AND id = ?", [(tenant, i) for i in drop])
+                rest = sorted(
+                    (m for m in alive if m.id not in drop),
+                    reverse=True,
+                    key=lambda m: (
+                        score(1.0, recency(now - m.updated_at, half_life_days), m.importance),
+                        m.updated_at,
+                    ),
+                )
+                drop |= {m.id for m in rest[max(keep, 0) :]}
+            db.executemany(
+                "DELETE FROM memories WHERE tenant = ? AND id = ?", [(tenant, i) for i in drop]
+            )
             return sorted(drop)
+
         return self._write(work)
 
     def export(self, tenant):
@@ -513,24 +689,27 @@ class MemoryStore:
         memories = []
         for m in self.list(tenant):
             item = {k: (iso(v) if k.endswith("_at") else v) for k, v in asdict(m).items()}
-            item["history"] = [{k: (iso(v) if k.endswith("_at") else v) for k, v in h.items()}
-                               for h in self.history(tenant, m.id)]
+            item["history"] = [
+                {k: (iso(v) if k.endswith("_at") else v) for k, v in h.items()}
+                for h in self.history(tenant, m.id)
+            ]
             memories.append(item)
         return {"tenant": tenant, "count": len(memories), "memories": memories}
 
 
 # ---------------------------------------------------------------- working memory
 
+
 @dataclass
 class Item:
-    id: str                   # "w1", "w2", ... in the order they were added
+    id: str  # "w1", "w2", ... in the order they were added
     content: str
     kind: str
     importance: float
-    confirmed: bool           # the user said yes to keeping it
+    confirmed: bool  # the user said yes to keeping it
     added_at: float
     expires_at: float
-    promoted_to: str | None = None   # the long-term memory id, once consolidated
+    promoted_to: str | None = None  # the long-term memory id, once consolidated
 
 
 class WorkingMemory:
@@ -542,24 +721,43 @@ class WorkingMemory:
 
     def __init__(self, capacity=20, ttl_seconds=3600.0, clock=time.time):
         if not isinstance(capacity, int) or capacity < 1 or ttl_seconds <= 0:
-            raise UserError("WorkingMemory needs capacity >= 1 and ttl_seconds > 0 — e.g. WorkingMemory(20, 3600)")
+            raise UserError(
+                "WorkingMemory needs capacity >= 1 and ttl_seconds > 0 — e.g. WorkingMemory(20, 3600)"
+            )
         self.capacity, self.ttl_seconds, self.clock = capacity, ttl_seconds, clock
-        self.evicted = []                     # every item pushed out by capacity, in order
+        self.evicted = []  # every item pushed out by capacity, in order
         self._items, self._ids = {}, count(1)
 
     def add(self, content, *, kind="note", importance=0.5, confirmed=False):
         """Hold one item; may push out the lowest-priority one. Example: wm.add("Uses Oxford commas")"""
-        if not isinstance(content, str) or not content.strip() or kind not in KINDS or not _unit(importance):
-            raise UserError("a working-memory item needs non-empty content, a kind from "
-                            f"{', '.join(KINDS)} and importance from 0 to 1")
+        if (
+            not isinstance(content, str)
+            or not content.strip()
+            or kind not in KINDS
+            or not _unit(importance)
+        ):
+            raise UserError(
+                "a working-memory item needs non-empty content, a kind from "
+                f"{', '.join(KINDS)} and importance from 0 to 1"
+            )
         check_text(content, "content", UserError)
         now = self.clock()
-        item = Item(f"w{next(self._ids)}", content.strip(), kind, importance, confirmed, now, now + self.ttl_seconds)
+        item = Item(
+            f"w{next(self._ids)}",
+            content.strip(),
+            kind,
+            importance,
+            confirmed,
+            now,
+            now + self.ttl_seconds,
+        )
         self._items[item.id] = item
-        self.items()                          # drop the expired before counting
+        self.items()  # drop the expired before counting
         while len(self._items) > self.capacity:
             # subtle: the new item itself leaves when it is the least important one
-            lowest = min(self._items.values(), key=lambda i: (i.importance, i.added_at, int(i.id[1:])))
+            lowest = min(
+                self._items.values(), key=lambda i: (i.importance, i.added_at, int(i.id[1:]))
+            )
             self.evicted.append(self._items.pop(lowest.id))
         return item
 
@@ -579,7 +777,7 @@ class WorkingMemory:
         never passes for the person's own words.
         Example: wm.consolidate(store, "ana", confirm=lambda question: "yes")
         """
-        tenant = _tenant(tenant)                  # before anyone is asked anything
+        tenant = _tenant(tenant)  # before anyone is asked anything
         report = {"promoted": {}, "needs_confirmation": [], "not_important": []}
         for item in self.items():
             if item.promoted_to:
@@ -591,14 +789,22 @@ class WorkingMemory:
             if not item.confirmed and not (confirm and approved(confirm(question))):
                 report["needs_confirmation"].append(item.id)
                 continue
-            result = store.write(tenant, item.content, kind=item.kind, importance=item.importance,
-                                 ttl_days=ttl_days, confirmed=True, source="assistant")
+            result = store.write(
+                tenant,
+                item.content,
+                kind=item.kind,
+                importance=item.importance,
+                ttl_days=ttl_days,
+                confirmed=True,
+                source="assistant",
+            )
             item.confirmed, item.promoted_to = True, result.memory.id
             report["promoted"][item.id] = result.memory.id
         return report
 
 
 # ---------------------------------------------------------------- tools for an agent
+
 
 def memory_tools(store, tenant, confirm=None, limit=5):
     """The `remember` and `recall` tools of one tenant. Only the person confirms, never the model.
@@ -614,20 +820,41 @@ def memory_tools(store, tenant, confirm=None, limit=5):
     tenant = _tenant(tenant)
 
     def remember(id, content, kind, importance):
-        record = dict(tenant=tenant, id=id, content=content, kind=kind, importance=importance, source="assistant",
-                      confidence=1.0, ttl_days=90, confirmed=True)
-        if record_problems(record):           # a bad record is fixed by the model before anyone is asked
-            raise ToolError("memory not stored: " + "; ".join(record_problems(record).values()), "invalid_record")
+        record = dict(
+            tenant=tenant,
+            id=id,
+            content=content,
+            kind=kind,
+            importance=importance,
+            source="assistant",
+            confidence=1.0,
+            ttl_days=90,
+            confirmed=True,
+        )
+        if record_problems(record):  # a bad record is fixed by the model before anyone is asked
+            raise ToolError(
+                "memory not stored: " + "; ".join(record_problems(record).values()),
+                "invalid_record",
+            )
         old, new = store.get(tenant, id), content.strip()
         replacing = old is not None and old.content != new
-        question = (f"Replace {old.content!r} with {new!r}? (yes/no)" if replacing   # a yes is never blind
-                    else f"May I remember this about you: {new!r}? (yes/no)")
+        question = (
+            f"Replace {old.content!r} with {new!r}? (yes/no)"
+            if replacing  # a yes is never blind
+            else f"May I remember this about you: {new!r}? (yes/no)"
+        )
         if not approved(confirm(question) if confirm else None):
             if replacing and confirm:
-                raise ToolError(f"not replaced: the user kept {old.content!r} — go on with that value and do not "
-                                "ask again unless the user brings it up", "kept")
-            raise ToolError("not stored: the user did not confirm it — remember only what the user asked you "
-                            "to keep; they are asked before anything is stored", "not_confirmed")
+                raise ToolError(
+                    f"not replaced: the user kept {old.content!r} — go on with that value and do not "
+                    "ask again unless the user brings it up",
+                    "kept",
+                )
+            raise ToolError(
+                "not stored: the user did not confirm it — remember only what the user asked you "
+                "to keep; they are asked before anything is stored",
+                "not_confirmed",
+            )
         # subtle: the words are the model's ("assistant"); only when the person chose them over their own
         # words are they the person's statement ("user"), protected like the value they replace
         if replacing and old.source == "user":
@@ -635,9 +862,12 @@ def memory_tools(store, tenant, confirm=None, limit=5):
         # subtle: no lock is held while the person answers; a write by another process in that gap is
         # judged by resolve() like any other
         result = store.write_many([record])[0]
-        if result.status == "kept":       # e.g. the stored value is newer: the write changed nothing
-            raise ToolError(f"not replaced: {result.message} — the stored value stands; call remember again "
-                            "only if the user asks for the change", "kept")
+        if result.status == "kept":  # e.g. the stored value is newer: the write changed nothing
+            raise ToolError(
+                f"not replaced: {result.message} — the stored value stands; call remember again "
+                "only if the user asks for the change",
+                "kept",
+            )
         return {"status": result.status, "id": result.memory.id, "message": result.message}
 
     def recall(query):
@@ -645,29 +875,57 @@ def memory_tools(store, tenant, confirm=None, limit=5):
             hits, problem = store.recall(tenant, query, limit=limit), None
         except UserError as exc:
             hits, problem = [], str(exc)
-        if problem:                     # the model's query to fix, raised outside the except block
+        if problem:  # the model's query to fix, raised outside the except block
             raise ToolError(problem, "bad_query")
-        return [{"id": h.memory.id, "kind": h.memory.kind, "content": h.memory.content, "score": round(h.score, 3)}
-                for h in hits]
+        return [
+            {
+                "id": h.memory.id,
+                "kind": h.memory.kind,
+                "content": h.memory.content,
+                "score": round(h.score, 3),
+            }
+            for h in hits
+        ]
 
     text = {"type": "string"}
     return [
-        Tool("remember", "Save one thing about the user for future conversations: only what the user told "
-             "you and wants kept. The user is asked to confirm first. The same id replaces the old value.",
-             {"type": "object", "additionalProperties": False, "required": ["id", "content", "kind", "importance"],
-              "properties": {"id": {**text, "description": "a short slot name, e.g. 'units' or 'diet'"},
-                             "content": {**text, "description": "one sentence, e.g. 'Prefers metric units'"},
-                             "kind": {"type": "string", "enum": list(KINDS)},
-                             "importance": {"type": "number", "description": "0 (trivia) to 1 (essential)"}}},
-             remember, risk="medium"),
-        Tool("recall", "Look up what you remember about the user: the best matches first, [] when none.",
-             {"type": "object", "additionalProperties": False, "required": ["query"],
-              "properties": {"query": {**text, "description": "keywords, e.g. 'units temperature'"}}},
-             recall),
+        Tool(
+            "remember",
+            "Save one thing about the user for future conversations: only what the user told "
+            "you and wants kept. The user is asked to confirm first. The same id replaces the old value.",
+            {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["id", "content", "kind", "importance"],
+                "properties": {
+                    "id": {**text, "description": "a short slot name, e.g. 'units' or 'diet'"},
+                    "content": {**text, "description": "one sentence, e.g. 'Prefers metric units'"},
+                    "kind": {"type": "string", "enum": list(KINDS)},
+                    "importance": {"type": "number", "description": "0 (trivia) to 1 (essential)"},
+                },
+            },
+            remember,
+            risk="medium",
+        ),
+        Tool(
+            "recall",
+            "Look up what you remember about the user: the best matches first, [] when none.",
+            {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["query"],
+                "properties": {
+                    "query": {**text, "description": "keywords, e.g. 'units temperature'"}
+                },
+            },
+            recall,
+        ),
     ]
 
 
-if __name__ == "__main__":      # python -m labkit.memory: the same command line as python -m labkit memory
+if (
+    __name__ == "__main__"
+):  # python -m labkit.memory: the same command line as python -m labkit memory
     from labkit.__main__ import memory_main
 
     sys.exit(memory_main(prog="python -m labkit.memory"))

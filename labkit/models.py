@@ -7,6 +7,7 @@ APIs. The live models that speak to a real API are in live.py and return the sam
 
 Deliberately left out: streaming, images and audio, structured outputs, async.
 """
+
 import copy
 import json
 import re
@@ -24,10 +25,11 @@ class ToolCall:
 
     Example: ToolCall("call_1", "f", {"x": 1}).problem  ->  "the arguments are a JSON object, ..."
     """
-    id: str                   # pairs the call with its output: "call_1"
-    name: str                 # the tool the model wants to run
-    arguments: str            # the raw JSON text the model wrote; the tool layer parses it
-    problem: str | None = None    # why the call cannot run as sent; None for a well-formed call
+
+    id: str  # pairs the call with its output: "call_1"
+    name: str  # the tool the model wants to run
+    arguments: str  # the raw JSON text the model wrote; the tool layer parses it
+    problem: str | None = None  # why the call cannot run as sent; None for a well-formed call
 
     def __post_init__(self):
         found = [] if self.problem is None else [self.problem]
@@ -37,8 +39,10 @@ class ToolCall:
         elif not isinstance(self.name, str):
             found.append(f"the tool name is {_kind(self.name)}, not text — {fix}")
         if not isinstance(self.arguments, str):
-            found.append(f"the arguments are {_kind(self.arguments)}, not JSON text — send a "
-                         "string holding one JSON object ('{}' when the tool takes none)")
+            found.append(
+                f"the arguments are {_kind(self.arguments)}, not JSON text — send a "
+                "string holding one JSON object ('{}' when the tool takes none)"
+            )
         self.id, self.name = as_text(self.id), as_text(self.name)
         self.arguments = as_text(self.arguments)
         self.problem = "; ".join(found) or None
@@ -51,9 +55,13 @@ class ToolCall:
 
 def _kind(value):
     """A value's kind in JSON words. Example: _kind([1])  ->  "a JSON array" """
-    for cls, word in ((bool, "a boolean"), ((int, float), "a number"), (dict, "a JSON object"),
-                      ((list, tuple), "a JSON array")):
-        if isinstance(value, cls):    # subtle: bool first; True is an int to Python
+    for cls, word in (
+        (bool, "a boolean"),
+        ((int, float), "a number"),
+        (dict, "a JSON object"),
+        ((list, tuple), "a JSON array"),
+    ):
+        if isinstance(value, cls):  # subtle: bool first; True is an int to Python
             return word
     return "null" if value is None else f"a Python {type(value).__name__}"
 
@@ -69,17 +77,17 @@ def as_text(value):
         return ""
     try:
         return json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError, RecursionError):     # not JSON: name its type, never its repr
+    except (TypeError, ValueError, RecursionError):  # not JSON: name its type, never its repr
         return f"<{type(value).__name__}>"
 
 
 @dataclass
 class Message:
-    role: str                 # "system" | "user" | "assistant" | "tool"
+    role: str  # "system" | "user" | "assistant" | "tool"
     content: str = ""
-    tool_calls: list = field(default_factory=list)     # assistant: [ToolCall, ...]
-    tool_call_id: str | None = None                    # tool: the ToolCall.id this answers
-    reasoning: list = field(default_factory=list)      # assistant: encrypted reasoning items, opaque
+    tool_calls: list = field(default_factory=list)  # assistant: [ToolCall, ...]
+    tool_call_id: str | None = None  # tool: the ToolCall.id this answers
+    reasoning: list = field(default_factory=list)  # assistant: encrypted reasoning items, opaque
 
 
 @dataclass
@@ -87,25 +95,31 @@ class Usage:
     input_tokens: int = 0
     output_tokens: int = 0
     total_tokens: int = 0
-    estimated: bool = False   # True when labkit estimated it (scripted model), not a server
+    estimated: bool = False  # True when labkit estimated it (scripted model), not a server
 
     def __add__(self, other):
-        return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens,
-                     self.total_tokens + other.total_tokens, self.estimated or other.estimated)
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.total_tokens + other.total_tokens,
+            self.estimated or other.estimated,
+        )
 
 
 @dataclass
 class Reply:
     text: str = ""
-    tool_calls: list = field(default_factory=list)     # [ToolCall, ...]
-    usage: Usage | None = None                         # None when the server did not report it
-    status: str = "completed"                          # "completed" | "incomplete"
-    incomplete_reason: str | None = None               # e.g. "max_output_tokens"
-    reasoning: list = field(default_factory=list)      # replayable reasoning items (Responses API)
+    tool_calls: list = field(default_factory=list)  # [ToolCall, ...]
+    usage: Usage | None = None  # None when the server did not report it
+    status: str = "completed"  # "completed" | "incomplete"
+    incomplete_reason: str | None = None  # e.g. "max_output_tokens"
+    reasoning: list = field(default_factory=list)  # replayable reasoning items (Responses API)
 
     def to_message(self):
         """The assistant message to append to the history."""
-        return Message("assistant", self.text, list(self.tool_calls), reasoning=list(self.reasoning))
+        return Message(
+            "assistant", self.text, list(self.tool_calls), reasoning=list(self.reasoning)
+        )
 
 
 def system(text):
@@ -125,17 +139,23 @@ def tool_message(call, content):
 class ToolSpec:
     name: str
     description: str
-    parameters: dict          # a JSON schema whose root is an object
-    strict: bool = True       # OpenAI strict mode: additionalProperties false, all properties required
+    parameters: dict  # a JSON schema whose root is an object
+    strict: bool = True  # OpenAI strict mode: additionalProperties false, all properties required
 
 
 def as_tool_spec(tool):
     """Accept a ToolSpec, a dict, or any object with name/description/parameters (a labkit Tool)."""
     if isinstance(tool, ToolSpec):
         return tool
-    get = tool.get if isinstance(tool, dict) else lambda key, default=None: getattr(tool, key, default)
+    get = (
+        tool.get
+        if isinstance(tool, dict)
+        else lambda key, default=None: getattr(tool, key, default)
+    )
     if not get("name") or not isinstance(get("parameters"), dict):
-        raise UserError(f"{tool!r} is not a tool — give a name, a description and a parameters schema")
+        raise UserError(
+            f"{tool!r} is not a tool — give a name, a description and a parameters schema"
+        )
     return ToolSpec(get("name"), get("description", ""), get("parameters"), get("strict", True))
 
 
@@ -146,8 +166,12 @@ def to_api(tool, api):
     Example: to_api(get_weather, "chat")  ->  {"type": "function", "function": {"name": ...}}
     """
     s = as_tool_spec(tool)
-    spec = {"name": s.name, "description": s.description, "parameters": s.parameters,
-            "strict": s.strict}
+    spec = {
+        "name": s.name,
+        "description": s.description,
+        "parameters": s.parameters,
+        "strict": s.strict,
+    }
     if api == "responses":
         return {"type": "function", **spec}
     if api == "chat":
@@ -171,8 +195,10 @@ def estimate_tokens(text):
 
 def estimate_messages(messages):
     """A rough token count for a whole history (3 per message plus its text and call arguments)."""
-    return sum(3 + estimate_tokens(m.content) + sum(estimate_tokens(c.arguments) for c in m.tool_calls)
-               for m in messages)
+    return sum(
+        3 + estimate_tokens(m.content) + sum(estimate_tokens(c.arguments) for c in m.tool_calls)
+        for m in messages
+    )
 
 
 # ---------------------------------------------------------------- the scripted model
@@ -181,15 +207,18 @@ def estimate_messages(messages):
 @dataclass(frozen=True)
 class Step:
     """One scripted turn: what the model says and which tools it calls."""
+
     text: str = ""
-    calls: tuple = ()                    # ((name, arguments_json), ...)
+    calls: tuple = ()  # ((name, arguments_json), ...)
     status: str = "completed"
     incomplete_reason: str | None = None
 
     def __str__(self):
         parts = [f"say({self.text!r})"] if self.text or not self.calls else []
         parts += [f"call {name}({arguments})" for name, arguments in self.calls]
-        return " + ".join(parts) + (f" [incomplete: {self.incomplete_reason}]" if self.status != "completed" else "")
+        return " + ".join(parts) + (
+            f" [incomplete: {self.incomplete_reason}]" if self.status != "completed" else ""
+        )
 
 
 def say(text):
@@ -227,8 +256,8 @@ def _said(calls):
 
 @dataclass
 class Seen:
-    messages: list            # a copy of the messages the model was shown
-    tools: list               # the names of the tools it was offered
+    messages: list  # a copy of the messages the model was shown
+    tools: list  # the names of the tools it was offered
 
 
 class ScriptedModel:
@@ -248,25 +277,31 @@ class ScriptedModel:
         self.position = 0
         self.seen = []
         self.usage = Usage(estimated=True)
-        self.max_output_tokens = None     # None: no cap; else replies are cut to fit, as a server does
+        self.max_output_tokens = None  # None: no cap; else replies are cut to fit, as a server does
         self._ids = count(1)
 
     def respond(self, messages, tools=(), max_output_tokens=None):
         """The next step as a Reply, cut to the tighter of the model's and this call's cap."""
         self.seen.append(Seen(copy.deepcopy(list(messages)), [as_tool_spec(t).name for t in tools]))
         if not self.steps:
-            raise UserError("this scripted model has no steps — offline, pass the script: "
-                            "connect(script=[say(...), call(...)]), or set LABKIT_MODE=live for a real model")
+            raise UserError(
+                "this scripted model has no steps — offline, pass the script: "
+                "connect(script=[say(...), call(...)]), or set LABKIT_MODE=live for a real model"
+            )
         if self.position >= len(self.steps):
-            raise UserError(f"the scripted model has no step {self.position + 1}: its script has "
-                            f"{len(self.steps)} step(s) and was asked for another turn — add a step "
-                            "(say/call), or check why the loop did not stop")
+            raise UserError(
+                f"the scripted model has no step {self.position + 1}: its script has "
+                f"{len(self.steps)} step(s) and was asked for another turn — add a step "
+                "(say/call), or check why the loop did not stop"
+            )
         step = self.steps[self.position]
         self.position += 1
         if callable(step) and not isinstance(step, Step):
-            step = step(messages, tools)            # a computed step reacts to what it was shown
+            step = step(messages, tools)  # a computed step reacts to what it was shown
         if not isinstance(step, Step):
-            raise UserError(f"script step {self.position} is {step!r}, not a step — use say(...) or call(...)")
+            raise UserError(
+                f"script step {self.position} is {step!r}, not a step — use say(...) or call(...)"
+            )
         cap = tighter(self.max_output_tokens, max_output_tokens)
         text, said, status, reason = self._capped(step, cap)
         calls = [ToolCall(f"call_{next(self._ids)}", name, arguments) for name, arguments in said]
@@ -282,10 +317,12 @@ class ScriptedModel:
         calls = step.calls
         if cap is None or estimate_tokens(step.text + _said(calls)) <= cap:
             return step.text, calls, step.status, step.incomplete_reason
-        low, high = 0, len(step.text)       # the longest prefix of the text that fits
+        low, high = 0, len(step.text)  # the longest prefix of the text that fits
         while low < high:
             middle = (low + high + 1) // 2
-            low, high = (middle, high) if estimate_tokens(step.text[:middle]) <= cap else (low, middle - 1)
+            low, high = (
+                (middle, high) if estimate_tokens(step.text[:middle]) <= cap else (low, middle - 1)
+            )
         text, kept = step.text[:low], ()
         for name, arguments in calls:
             if estimate_tokens(text + _said(kept + ((name, arguments),))) > cap:
@@ -295,7 +332,10 @@ class ScriptedModel:
 
     def unused(self):
         """The steps never reached, as text. Example: model.unused()  ->  ["say('bye')"]"""
-        return [str(s) if isinstance(s, Step) else "<computed step>" for s in self.steps[self.position:]]
+        return [
+            str(s) if isinstance(s, Step) else "<computed step>"
+            for s in self.steps[self.position :]
+        ]
 
     def __repr__(self):
         return f"ScriptedModel({len(self.steps)} steps, {self.position} used)"
@@ -307,19 +347,27 @@ class ScriptedModel:
 def check_pairing(messages):
     """Every tool call must be answered by exactly one tool message, right after it, by call id."""
     waiting = {}
-    for i, m in enumerate(messages, 1):                 # messages are counted from 1, as people count
+    for i, m in enumerate(messages, 1):  # messages are counted from 1, as people count
         if m.role not in ("system", "user", "assistant", "tool"):
-            raise UserError(f"message {i} has role {m.role!r} — use system, user, assistant or tool")
+            raise UserError(
+                f"message {i} has role {m.role!r} — use system, user, assistant or tool"
+            )
         if m.role == "tool":
             if m.tool_call_id not in waiting:
-                raise UserError(f"message {i} answers call {m.tool_call_id!r}, which no assistant message "
-                                "before it made (or was already answered) — append reply.to_message() "
-                                "before the tool results")
+                raise UserError(
+                    f"message {i} answers call {m.tool_call_id!r}, which no assistant message "
+                    "before it made (or was already answered) — append reply.to_message() "
+                    "before the tool results"
+                )
             del waiting[m.tool_call_id]
             continue
         if waiting:
-            raise UserError(f"message {i} comes before the output of call(s) {', '.join(waiting)} — append "
-                            "one tool_message(call, result) per call first")
+            raise UserError(
+                f"message {i} comes before the output of call(s) {', '.join(waiting)} — append "
+                "one tool_message(call, result) per call first"
+            )
         waiting = {c.id: c for c in m.tool_calls} if m.role == "assistant" else {}
     if waiting:
-        raise UserError(f"call(s) {', '.join(waiting)} have no output yet — append one tool_message per call")
+        raise UserError(
+            f"call(s) {', '.join(waiting)} have no output yet — append one tool_message per call"
+        )

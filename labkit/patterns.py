@@ -5,6 +5,7 @@ Action Input / Observation; `parse_react` reads one reply); `plan_and_execute` a
 then runs loop.run once per step. Both take a turn with loop.model_turn and end with loop.finish.
 Deliberately left out: reflection, tree search, parallel steps, replanning after a failed step.
 """
+
 import json
 import re
 import time
@@ -39,18 +40,20 @@ def describe_tools(registry):
     """One line per tool for a text prompt: name(argument: type, ...): description."""
     lines = []
     for t in registry:
-        args = ", ".join(f"{name}: {schema.get('type')}" for name, schema in t.parameters["properties"].items())
+        args = ", ".join(
+            f"{name}: {schema.get('type')}" for name, schema in t.parameters["properties"].items()
+        )
         lines.append(f"- {t.name}({args}): {t.description}")
     return "\n".join(lines)
 
 
 @dataclass(frozen=True)
 class ReactStep:
-    kind: str                 # "action" | "finish"
+    kind: str  # "action" | "finish"
     thought: str = ""
-    tool: str = ""            # action: the tool name
-    arguments: str = "{}"     # action: the raw JSON text, parsed and validated later by execute()
-    answer: str = ""          # finish: the final answer
+    tool: str = ""  # action: the tool name
+    arguments: str = "{}"  # action: the raw JSON text, parsed and validated later by execute()
+    answer: str = ""  # finish: the final answer
 
 
 def parse_react(text):
@@ -61,28 +64,33 @@ def parse_react(text):
              ->  ReactStep("action", "sum", "calculate", '{"expression": "2+2"}')
     """
     text = re.sub(r"```[A-Za-z]*", "", text or "")
-    text = re.split(r"(?im)^\s*observation\s*:", text)[0]      # subtle: what follows is invented
+    text = re.split(r"(?im)^\s*observation\s*:", text)[0]  # subtle: what follows is invented
     thought = re.search(r"(?im)^\s*thought\s*:\s*(.*)$", text)
     thought = thought.group(1).strip() if thought else ""
     action = re.search(r"(?im)^\s*action\s*:\s*[`'\"]?([A-Za-z0-9_-]+)", text)
-    finish = re.search(r"(?is)\bfinish\s*\[(.*)\]", text) or re.search(r"(?is)final answer\s*:\s*(.+)", text)
+    finish = re.search(r"(?is)\bfinish\s*\[(.*)\]", text) or re.search(
+        r"(?is)final answer\s*:\s*(.+)", text
+    )
     if action and (not finish or action.start() < finish.start()):
-        given = re.search(r"(?is)action[\s_]*input\s*:\s*(.*)", text[action.end():])
+        given = re.search(r"(?is)action[\s_]*input\s*:\s*(.*)", text[action.end() :])
         raw = given.group(1).strip() if given else ""
         start = raw.find("{")
-        try:                            # cut the JSON object out of any prose after it
-            raw = raw[start:json.JSONDecoder().raw_decode(raw, start)[1]] if start >= 0 else raw
+        try:  # cut the JSON object out of any prose after it
+            raw = raw[start : json.JSONDecoder().raw_decode(raw, start)[1]] if start >= 0 else raw
         except ValueError:
-            pass                        # execute() will explain what is wrong with it
+            pass  # execute() will explain what is wrong with it
         return ReactStep("action", thought, action.group(1), raw.strip() or "{}")
     if finish and finish.group(1).strip():
         return ReactStep("finish", thought, answer=finish.group(1).strip())
-    raise ModelBehaviorError("no Action or Finish[...] found in the reply — write 'Action: <tool>' and "
-                             "'Action Input: {...}', or 'Finish[<answer>]'")
+    raise ModelBehaviorError(
+        "no Action or Finish[...] found in the reply — write 'Action: <tool>' and "
+        "'Action Input: {...}', or 'Finish[<answer>]'"
+    )
 
 
-def run_react(task: str, model, tools, max_turns: int = 6, max_calls: int = 8,
-              clock=time.perf_counter) -> RunResult:
+def run_react(
+    task: str, model, tools, max_turns: int = 6, max_calls: int = 8, clock=time.perf_counter
+) -> RunResult:
     """The loop over the ReAct text protocol: tools are described in the prompt, not sent as tools.
 
     A reply that cannot be parsed is answered with an Observation saying how to fix it; two in a
@@ -96,7 +104,7 @@ def run_react(task: str, model, tools, max_turns: int = 6, max_calls: int = 8,
     while True:
         if result.turns >= max_turns:
             return finish(result, "turn_limit", f"used all {max_turns} turns", started, clock)
-        reply = model_turn(result, model, (), started, clock)   # no tools sent: the protocol is text
+        reply = model_turn(result, model, (), started, clock)  # no tools sent: the protocol is text
         if reply is None:
             return result
         if reply.status != "completed":
@@ -106,8 +114,13 @@ def run_react(task: str, model, tools, max_turns: int = 6, max_calls: int = 8,
         except ModelBehaviorError as exc:
             unreadable += 1
             if unreadable == 2:
-                return finish(result, "parse_error", "two replies in a row could not be parsed",
-                              started, clock)
+                return finish(
+                    result,
+                    "parse_error",
+                    "two replies in a row could not be parsed",
+                    started,
+                    clock,
+                )
             result.trace.add("note", result.turns, f"unparsable reply: {exc}")
             result.messages.append(user(f"Observation: {exc}"))
             continue
@@ -140,12 +153,21 @@ def parse_plan(text, max_steps=5):
     if not steps:
         raise ModelBehaviorError("the plan has no numbered steps — reply with '1. ...', '2. ...'")
     if len(steps) > max_steps:
-        raise ModelBehaviorError(f"the plan has {len(steps)} steps; the limit is {max_steps} — merge steps")
+        raise ModelBehaviorError(
+            f"the plan has {len(steps)} steps; the limit is {max_steps} — merge steps"
+        )
     return steps
 
 
-def plan_and_execute(task: str, model, tools, max_steps: int = 5, max_turns: int = 4,
-                     max_calls: int = 8, clock=time.perf_counter) -> RunResult:
+def plan_and_execute(
+    task: str,
+    model,
+    tools,
+    max_steps: int = 5,
+    max_turns: int = 4,
+    max_calls: int = 8,
+    clock=time.perf_counter,
+) -> RunResult:
     """Ask the model for a plan, then run() each step with the history so far.
 
     max_turns and max_calls apply to each step. The answer is the last step's answer.
@@ -165,11 +187,13 @@ def plan_and_execute(task: str, model, tools, max_steps: int = 5, max_turns: int
     history = result.messages[1:]
     for number, step in enumerate(steps, 1):
         result.trace.add("note", result.turns, f"step {number}/{len(steps)}: {step}")
-        prompt = EXECUTOR_PROMPT.format(task=task, plan="; ".join(steps), number=number,
-                                        total=len(steps), step=step)
+        prompt = EXECUTOR_PROMPT.format(
+            task=task, plan="; ".join(steps), number=number, total=len(steps), step=step
+        )
         part = run(prompt, model, registry, max_turns, max_calls, history=history, clock=clock)
-        result.trace.events += [replace(e, turn=e.turn + result.turns)
-                                for e in part.trace.events if e.kind != "stop"]
+        result.trace.events += [
+            replace(e, turn=e.turn + result.turns) for e in part.trace.events if e.kind != "stop"
+        ]
         result.turns += part.turns
         result.tool_calls += part.tool_calls
         result.tool_failures += part.tool_failures
@@ -177,9 +201,12 @@ def plan_and_execute(task: str, model, tools, max_steps: int = 5, max_turns: int
         result.messages = part.messages
         history = part.messages[1:]
         if part.status != "completed":
-            result.unfinished = [f"step {n}: {s}" for n, s in enumerate(steps[number - 1:], number)]
-            return finish(result, part.status, f"step {number} stopped: {part.status}", started,
-                          clock)
+            result.unfinished = [
+                f"step {n}: {s}" for n, s in enumerate(steps[number - 1 :], number)
+            ]
+            return finish(
+                result, part.status, f"step {number} stopped: {part.status}", started, clock
+            )
         result.completed.append(f"step {number}: {step} -> {clip(part.answer, 60)}")
         result.answer = part.answer
     return finish(result, "completed", "", started, clock)

@@ -10,6 +10,7 @@ calls `reconcile` (a risk="low" tool only reads, so its exceptions are recorded 
 Deliberately left out: leases and heartbeats (`recover()` assumes one worker per store at start-up),
 retry queues, compensation (sagas), distributed stores, async execution.
 """
+
 import hashlib
 import json
 import sqlite3
@@ -19,15 +20,30 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from .errors import GuardrailTripped, ToolError, UserError
-from .schema import (ArgumentError, canonical, check_text, normalize_arguments, parse_arguments,
-                     printable, required_id, validate_arguments)
+from .schema import (
+    ArgumentError,
+    canonical,
+    check_text,
+    normalize_arguments,
+    parse_arguments,
+    printable,
+    required_id,
+    validate_arguments,
+)
 from .tools import RISKS, as_registry, risk_above
 from .trace import Trace
 
 STATUSES = ("in_flight", "succeeded", "failed", "needs_reconcile")
 # How run_agent ends: its own vocabulary (a step is a policy decision, not loop.run's model turn).
-STOP_REASONS = ("completed", "needs_reconcile", "cancelled", "unverified", "step_limit",
-                "budget_exhausted", "permission_denied")
+STOP_REASONS = (
+    "completed",
+    "needs_reconcile",
+    "cancelled",
+    "unverified",
+    "step_limit",
+    "budget_exhausted",
+    "permission_denied",
+)
 CRASH_POINTS = ("before_persist", "after_persist", "during_execute", "after_execute")
 
 
@@ -49,19 +65,26 @@ def operation_id(principal, tool, arguments, scope=None):
     check_text(arguments, "arguments", UserError)
     try:
         key = canonical([principal, tool, arguments, scope])
-    except (TypeError, ValueError):     # e.g. a set or an object: JSON has no text for it
-        key = None                      # raised below, so json's error is not its __context__
+    except (TypeError, ValueError):  # e.g. a set or an object: JSON has no text for it
+        key = None  # raised below, so json's error is not its __context__
     if key is None:
-        raise UserError("arguments must be JSON values (dict, list, str, number, bool, None) — "
-                        "pass them as the tool receives them")
-    return "op_" + hashlib.sha256(key.encode()).hexdigest()[:16]    # 64 bits: readable, and plenty here
+        raise UserError(
+            "arguments must be JSON values (dict, list, str, number, bool, None) — "
+            "pass them as the tool receives them"
+        )
+    return (
+        "op_" + hashlib.sha256(key.encode()).hexdigest()[:16]
+    )  # 64 bits: readable, and plenty here
 
 
 def _scope(scope):
     """None (no business occasion), or a proper id: a blank scope is a mistake, never a default."""
     if scope is not None:
-        required_id(scope, "scope", "name the business occasion, e.g. scope='ticket-9', or pass "
-                                    "None when there is none")
+        required_id(
+            scope,
+            "scope",
+            "name the business occasion, e.g. scope='ticket-9', or pass None when there is none",
+        )
     return scope
 
 
@@ -72,9 +95,9 @@ def _scope(scope):
 class Operation:
     operation_id: str
     tool: str
-    arguments: str            # canonical JSON text
-    status: str               # one of STATUSES
-    result: dict | None       # what dispatch returned or reconcile found; None while in flight
+    arguments: str  # canonical JSON text
+    status: str  # one of STATUSES
+    result: dict | None  # what dispatch returned or reconcile found; None while in flight
 
 
 class OperationStore:
@@ -85,43 +108,57 @@ class OperationStore:
 
     def __init__(self, path, synchronous="FULL"):
         if synchronous not in ("FULL", "NORMAL", "OFF"):
-            raise UserError(f"synchronous={synchronous!r} — use 'FULL' (durable), 'NORMAL' or 'OFF'")
+            raise UserError(
+                f"synchronous={synchronous!r} — use 'FULL' (durable), 'NORMAL' or 'OFF'"
+            )
         problem = None
-        try:   # isolation_level=None: autocommit, so each statement is its own committed transaction
+        try:  # isolation_level=None: autocommit, so each statement is its own committed transaction
             self.db = sqlite3.connect(str(path), timeout=30, isolation_level=None)
             self.db.execute("PRAGMA journal_mode=WAL")
         except sqlite3.OperationalError as exc:
             problem = str(exc)
-        if problem:                     # raised out here: sqlite's error is not its __context__
-            raise UserError(f"cannot open the operation store {path} ({problem}) — check that its "
-                            "folder exists and is writable")
+        if problem:  # raised out here: sqlite's error is not its __context__
+            raise UserError(
+                f"cannot open the operation store {path} ({problem}) — check that its "
+                "folder exists and is writable"
+            )
         # subtle: under WAL, NORMAL may lose the last commits on power loss; FULL fsyncs every commit
         self.db.execute(f"PRAGMA synchronous={synchronous}")
-        self.db.execute("CREATE TABLE IF NOT EXISTS operations (operation_id TEXT PRIMARY KEY, "
-                        "tool TEXT NOT NULL, arguments TEXT NOT NULL, status TEXT NOT NULL, result TEXT)")
+        self.db.execute(
+            "CREATE TABLE IF NOT EXISTS operations (operation_id TEXT PRIMARY KEY, "
+            "tool TEXT NOT NULL, arguments TEXT NOT NULL, status TEXT NOT NULL, result TEXT)"
+        )
 
     def get(self, operation_id):
-        row = self.db.execute("SELECT * FROM operations WHERE operation_id = ?", (operation_id,)).fetchone()
+        row = self.db.execute(
+            "SELECT * FROM operations WHERE operation_id = ?", (operation_id,)
+        ).fetchone()
         return None if row is None else Operation(*row[:4], json.loads(row[4]) if row[4] else None)
 
     def claim(self, operation_id, tool, arguments):
         """Insert the operation as in_flight. False when the id exists: someone claimed it first."""
-        cursor = self.db.execute("INSERT INTO operations VALUES (?, ?, ?, 'in_flight', NULL) "
-                                 "ON CONFLICT DO NOTHING", (operation_id, tool, arguments))
-        return cursor.rowcount == 1     # subtle: one atomic statement, so two workers cannot both win
+        cursor = self.db.execute(
+            "INSERT INTO operations VALUES (?, ?, ?, 'in_flight', NULL) ON CONFLICT DO NOTHING",
+            (operation_id, tool, arguments),
+        )
+        return cursor.rowcount == 1  # subtle: one atomic statement, so two workers cannot both win
 
     def settle(self, operation_id, status, result, was=("in_flight", "needs_reconcile")):
         """Record an outcome, only while the operation is in one of the `was` statuses."""
         # subtle: default=str, so a tool returning a non-JSON value still gets its success recorded
         cursor = self.db.execute(
             f"UPDATE operations SET status = ?, result = ? WHERE operation_id = ? AND status IN "
-            f"({','.join('?' * len(was))})", (status, json.dumps(result, default=str), operation_id, *was))
+            f"({','.join('?' * len(was))})",
+            (status, json.dumps(result, default=str), operation_id, *was),
+        )
         return cursor.rowcount == 1
 
     def operations(self, status=None):
         """Every operation, or those in one status, in the order they were first stored."""
-        rows = self.db.execute("SELECT operation_id FROM operations WHERE ? IS NULL OR status = ? "
-                               "ORDER BY rowid", (status, status)).fetchall()
+        rows = self.db.execute(
+            "SELECT operation_id FROM operations WHERE ? IS NULL OR status = ? ORDER BY rowid",
+            (status, status),
+        ).fetchall()
         return [self.get(op) for (op,) in rows]
 
     def close(self):
@@ -169,13 +206,15 @@ class ToolRuntime:
         if max_risk not in RISKS:
             raise UserError(f"max_risk={max_risk!r} — use one of {', '.join(RISKS)}")
         if store is None:
-            raise UserError("ToolRuntime needs a store — pass store='runtime.db' (a file that outlives the "
-                            "process), or ':memory:' for a throwaway experiment (not durable)")
+            raise UserError(
+                "ToolRuntime needs a store — pass store='runtime.db' (a file that outlives the "
+                "process), or ':memory:' for a throwaway experiment (not durable)"
+            )
         self.tools = as_registry(tools)
         self.max_risk = max_risk
         self.store = store if isinstance(store, OperationStore) else OperationStore(store)
-        self.timeout = timeout                               # seconds per tool call; None waits
-        self.failpoint = failpoint or (lambda point: None)   # the crash lab kills the process here
+        self.timeout = timeout  # seconds per tool call; None waits
+        self.failpoint = failpoint or (lambda point: None)  # the crash lab kills the process here
 
     def risk(self, name):
         """The risk of a tool, or None when there is no such tool. Example: runtime.risk("refund")"""
@@ -190,7 +229,7 @@ class ToolRuntime:
         parameters = self.tools.get(name).parameters
         arguments = parse_arguments(arguments) if isinstance(arguments, str) else arguments
         validate_arguments(arguments, parameters)
-        return check_text(normalize_arguments(arguments, parameters))   # a dict may hold "\\ud83d"
+        return check_text(normalize_arguments(arguments, parameters))  # a dict may hold "\\ud83d"
 
     def dispatch(self, name, arguments, operation_id):
         """Run a tool at most once per operation_id and return its result, stored or fresh.
@@ -199,38 +238,56 @@ class ToolRuntime:
         Example: runtime.dispatch("refund", {"order_id": "A-17", "amount": 30}, op)["status"]
                  ->  "succeeded" (run now) or the stored status (replayed=True)
         """
-        required_id(operation_id, "operation_id", MAKE_ID)     # before anything can run
+        required_id(operation_id, "operation_id", MAKE_ID)  # before anything can run
         if self.risk(name) is None:
-            return _refused(operation_id, "unknown_tool", f"there is no tool {name!r} — use one of "
-                            f"{', '.join(self.tools.names())}", "rejected")
+            return _refused(
+                operation_id,
+                "unknown_tool",
+                f"there is no tool {name!r} — use one of {', '.join(self.tools.names())}",
+                "rejected",
+            )
         tool = self.tools.get(name)
         if risk_above(tool.risk, self.max_risk):
-            raise PermissionDenied(f"{name} is {tool.risk} risk but this runtime may run up to {self.max_risk} "
-                                   f"— ask a person to approve it, or delegate max_risk={tool.risk!r} on purpose",
-                                   reason="permission_denied")
-        try:    # the tool, the stored text and the conflict check all see the normalized arguments
+            raise PermissionDenied(
+                f"{name} is {tool.risk} risk but this runtime may run up to {self.max_risk} "
+                f"— ask a person to approve it, or delegate max_risk={tool.risk!r} on purpose",
+                reason="permission_denied",
+            )
+        try:  # the tool, the stored text and the conflict check all see the normalized arguments
             arguments = self.arguments_for(name, arguments)
         except ArgumentError as exc:
-            return _refused(operation_id, exc.kind, str(exc), "rejected")   # the message says how to fix
+            return _refused(
+                operation_id, exc.kind, str(exc), "rejected"
+            )  # the message says how to fix
         text = canonical(arguments)
         stored = self.store.get(operation_id)
         if decide(stored, name, text) == "execute":
             self.failpoint("before_persist")
-            if self.store.claim(operation_id, name, text):     # in_flight is durable before the tool runs
+            if self.store.claim(
+                operation_id, name, text
+            ):  # in_flight is durable before the tool runs
                 self.failpoint("after_persist")
                 return self._execute(tool, arguments, operation_id)
-            stored = self.store.get(operation_id)   # subtle: another worker claimed it after our read
+            stored = self.store.get(
+                operation_id
+            )  # subtle: another worker claimed it after our read
         return self._stored(stored, name, text)
 
     def _stored(self, stored, name, text):
         op = stored.operation_id
         if decide(stored, name, text) == "conflict":
-            raise UserError(f"operation_id {op} was first used for {stored.tool}({stored.arguments}), not "
-                            f"{name}({text}) — derive ids with operation_id(principal, tool, arguments, scope)")
-        if stored.result is None:       # in flight: a worker runs it right now, or one died mid-way
-            return _unknown(op, f"{op} is in flight: started, outcome not recorded — do not run it again; "
-                                "if no worker is running it, call recover(), check the external system, "
-                                "then reconcile()", "in_flight")
+            raise UserError(
+                f"operation_id {op} was first used for {stored.tool}({stored.arguments}), not "
+                f"{name}({text}) — derive ids with operation_id(principal, tool, arguments, scope)"
+            )
+        if stored.result is None:  # in flight: a worker runs it right now, or one died mid-way
+            return _unknown(
+                op,
+                f"{op} is in flight: started, outcome not recorded — do not run it again; "
+                "if no worker is running it, call recover(), check the external system, "
+                "then reconcile()",
+                "in_flight",
+            )
         return {**stored.result, "replayed": True}
 
     def _execute(self, tool, arguments, op):
@@ -240,22 +297,34 @@ class ToolRuntime:
         reads_only = tool.risk == "low"
         try:
             data = self._call(tool.fn, arguments)
-        except ToolError as exc:        # the tool itself says it failed before acting
+        except ToolError as exc:  # the tool itself says it failed before acting
             result = _refused(op, exc.kind, str(exc))
         except Exception as exc:
             said = f"{tool.name} raised {type(exc).__name__}: {exc}"
             if reads_only:
-                result = _refused(op, "timeout" if isinstance(exc, TimeoutError) else "tool_crashed",
-                                  f"{said} — it only reads, so nothing changed; check the arguments, or "
-                                  "try another way (the same operation_id replays this failure)")
-            else:                       # subtle: it may have raised after the side effect happened
-                result = _unknown(op, f"{said} — it may or may not have acted; check the external "
-                                      f"system, then reconcile({op!r}, outcome)")
+                result = _refused(
+                    op,
+                    "timeout" if isinstance(exc, TimeoutError) else "tool_crashed",
+                    f"{said} — it only reads, so nothing changed; check the arguments, or "
+                    "try another way (the same operation_id replays this failure)",
+                )
+            else:  # subtle: it may have raised after the side effect happened
+                result = _unknown(
+                    op,
+                    f"{said} — it may or may not have acted; check the external "
+                    f"system, then reconcile({op!r}, outcome)",
+                )
         else:
             result = {"ok": True, "status": "succeeded", "operation_id": op, "data": data}
             if not reads_only and isinstance(data, dict) and data.get("status") == "unknown":
-                result = {**_unknown(op, f"{tool.name} answered status 'unknown' — check the external "
-                                         f"system, then reconcile({op!r}, outcome)"), "data": data}
+                result = {
+                    **_unknown(
+                        op,
+                        f"{tool.name} answered status 'unknown' — check the external "
+                        f"system, then reconcile({op!r}, outcome)",
+                    ),
+                    "data": data,
+                }
         self.failpoint("after_execute")
         self.store.settle(op, result["status"], result)
         return result
@@ -270,10 +339,11 @@ class ToolRuntime:
                 box["data"] = fn(**arguments)
             except BaseException as exc:
                 box["error"] = exc
+
         worker = threading.Thread(target=target, daemon=True)
         worker.start()
         worker.join(self.timeout)
-        if worker.is_alive():           # subtle: the call goes on in the background; its outcome is unknown
+        if worker.is_alive():  # subtle: the call goes on in the background; its outcome is unknown
             raise TimeoutError(f"no answer after {self.timeout} s")
         if "error" in box:
             raise box["error"]
@@ -284,22 +354,38 @@ class ToolRuntime:
 
         Example: runtime.reconcile(op, "succeeded", {"refund_id": "R-1"})
         """
-        required_id(operation_id, "operation_id",
-                    "pass the id dispatch returned (store.operations() lists them)")
+        required_id(
+            operation_id,
+            "operation_id",
+            "pass the id dispatch returned (store.operations() lists them)",
+        )
         if outcome not in ("succeeded", "failed"):
-            raise UserError(f"outcome={outcome!r} — use 'succeeded' (it happened) or 'failed' (it did not)")
+            raise UserError(
+                f"outcome={outcome!r} — use 'succeeded' (it happened) or 'failed' (it did not)"
+            )
         stored = self.store.get(operation_id)
         if stored is None:
-            raise UserError(f"there is no operation {operation_id} in the store — check the id "
-                            "(store.operations() lists them)")
+            raise UserError(
+                f"there is no operation {operation_id} in the store — check the id "
+                "(store.operations() lists them)"
+            )
         if stored.status != "needs_reconcile":
-            fix = ("call recover() first, when no worker runs it" if stored.status == "in_flight" else
-                   "there is nothing to reconcile")
+            fix = (
+                "call recover() first, when no worker runs it"
+                if stored.status == "in_flight"
+                else "there is nothing to reconcile"
+            )
             raise UserError(f"{operation_id} is {stored.status}, not needs_reconcile — {fix}")
-        result = ({"ok": True, "status": "succeeded", "operation_id": operation_id, "data": data}
-                  if outcome == "succeeded" else
-                  _refused(operation_id, "not_done", "checked: it did not happen — a new attempt is a new "
-                                                     "operation (derive it with a new scope)"))
+        result = (
+            {"ok": True, "status": "succeeded", "operation_id": operation_id, "data": data}
+            if outcome == "succeeded"
+            else _refused(
+                operation_id,
+                "not_done",
+                "checked: it did not happen — a new attempt is a new "
+                "operation (derive it with a new scope)",
+            )
+        )
         result["reconciled"] = True
         if not self.store.settle(operation_id, outcome, result, was=("needs_reconcile",)):
             raise UserError(f"{operation_id} changed while reconciling — read it again and retry")
@@ -311,11 +397,20 @@ class ToolRuntime:
         Call it only while no other worker uses the store (production uses leases for this).
         Example: ToolRuntime(tools, "high", "runtime.db").recover()  ->  ["op_..."]
         """
-        message = ("the worker stopped before recording the outcome — check the external system, then "
-                   "reconcile(operation_id, outcome)")
-        return [op.operation_id for op in self.store.operations("in_flight")
-                if self.store.settle(op.operation_id, "needs_reconcile", _unknown(op.operation_id, message),
-                                     was=("in_flight",))]
+        message = (
+            "the worker stopped before recording the outcome — check the external system, then "
+            "reconcile(operation_id, outcome)"
+        )
+        return [
+            op.operation_id
+            for op in self.store.operations("in_flight")
+            if self.store.settle(
+                op.operation_id,
+                "needs_reconcile",
+                _unknown(op.operation_id, message),
+                was=("in_flight",),
+            )
+        ]
 
 
 # ---------------------------------------------------------------- typed events and a pure reducer
@@ -340,8 +435,8 @@ class ToolSucceeded:
 class ToolFailed:
     kind: ClassVar[str] = "tool_failed"
     operation_id: str
-    error: str = ""           # the kind, e.g. "declined"
-    message: str = ""         # how to fix it, for whoever reads the results (a model)
+    error: str = ""  # the kind, e.g. "declined"
+    message: str = ""  # how to fix it, for whoever reads the results (a model)
 
 
 @dataclass(frozen=True)
@@ -354,7 +449,7 @@ class OutcomeUnknown:
 class Reconciled:
     kind: ClassVar[str] = "reconciled"
     operation_id: str
-    outcome: str              # "succeeded" | "failed"
+    outcome: str  # "succeeded" | "failed"
     data: object = None
 
 
@@ -369,7 +464,7 @@ class Cancelled:
     reason: str = ""
 
 
-TRANSITIONS = {                           # (phase, event kind) -> next phase; anything else is rejected
+TRANSITIONS = {  # (phase, event kind) -> next phase; anything else is rejected
     ("ready", "tool_requested"): "waiting",
     ("ready", "goal_verified"): "done",
     ("ready", "cancelled"): "cancelled",
@@ -385,10 +480,10 @@ TERMINAL = ("done", "cancelled")
 
 @dataclass(frozen=True)
 class State:
-    phase: str = "ready"      # ready | waiting | needs_reconcile | done | cancelled
-    pending: str | None = None    # the operation_id awaited while waiting or needs_reconcile
-    results: tuple = ()       # ((operation_id, "succeeded" | "failed", data or {"error", "message"}), ...)
-    rejected: tuple = ()      # ((event kind, why), ...): events refused, kept so nothing is lost
+    phase: str = "ready"  # ready | waiting | needs_reconcile | done | cancelled
+    pending: str | None = None  # the operation_id awaited while waiting or needs_reconcile
+    results: tuple = ()  # ((operation_id, "succeeded" | "failed", data or {"error", "message"}), ...)
+    rejected: tuple = ()  # ((event kind, why), ...): events refused, kept so nothing is lost
 
 
 def reduce(state, event):
@@ -400,8 +495,11 @@ def reduce(state, event):
     after = TRANSITIONS.get((state.phase, event.kind))
     op = getattr(event, "operation_id", None)
     if after is None:
-        why = (f"{state.phase} is final" if state.phase in TERMINAL else
-               f"{event.kind} is not allowed while {state.phase}")
+        why = (
+            f"{state.phase} is final"
+            if state.phase in TERMINAL
+            else f"{event.kind} is not allowed while {state.phase}"
+        )
     elif op is not None and state.pending is not None and op != state.pending:
         why = f"stale: {op} is not the pending operation {state.pending}"
     else:
@@ -411,9 +509,17 @@ def reduce(state, event):
     if event.kind == "tool_requested":
         return replace(state, phase=after, pending=op)
     if event.kind in ("tool_succeeded", "tool_failed", "reconciled"):
-        outcome = {"tool_succeeded": "succeeded", "tool_failed": "failed"}.get(event.kind) or event.outcome
-        found = {"error": event.error, "message": event.message} if event.kind == "tool_failed" else event.data
-        return replace(state, phase=after, pending=None, results=state.results + ((op, outcome, found),))
+        outcome = {"tool_succeeded": "succeeded", "tool_failed": "failed"}.get(
+            event.kind
+        ) or event.outcome
+        found = (
+            {"error": event.error, "message": event.message}
+            if event.kind == "tool_failed"
+            else event.data
+        )
+        return replace(
+            state, phase=after, pending=None, results=state.results + ((op, outcome, found),)
+        )
     return replace(state, phase=after)
 
 
@@ -433,7 +539,7 @@ def event_for(result):
 @dataclass(frozen=True)
 class Action:
     tool: str
-    arguments: dict           # or the model's JSON text: dispatch parses and validates it
+    arguments: dict  # or the model's JSON text: dispatch parses and validates it
     scope: str | None = None  # the business occasion, part of the operation_id; None: there is none
 
     def __post_init__(self):
@@ -442,16 +548,27 @@ class Action:
 
 @dataclass
 class AgentRun:
-    status: str               # one of STOP_REASONS
+    status: str  # one of STOP_REASONS
     state: State
-    steps: int                # dispatches made
-    writes: int               # dispatches of tools above "low" risk that were not rejected
+    steps: int  # dispatches made
+    writes: int  # dispatches of tools above "low" risk that were not rejected
     trace: Trace
     message: str = ""
 
 
-def run_agent(policy, runtime, initial_state=None, verify=None, max_steps=6, *, max_writes=2,
-              max_seconds=60.0, principal="agent", cancel=None, clock=time.monotonic):
+def run_agent(
+    policy,
+    runtime,
+    initial_state=None,
+    verify=None,
+    max_steps=6,
+    *,
+    max_writes=2,
+    max_seconds=60.0,
+    principal="agent",
+    cancel=None,
+    clock=time.monotonic,
+):
     """Drive `policy(state) -> Action | None` through `runtime` until `verify(state)` holds.
 
     Each step: 1. verified -> completed; 2. cancel() -> cancelled; 3. steps, time and writes are
@@ -467,13 +584,15 @@ def run_agent(policy, runtime, initial_state=None, verify=None, max_steps=6, *, 
     state, trace, started, steps, writes = initial_state or State(), Trace(clock), clock(), 0, 0
 
     def stop(status, message=""):
-        assert status in STOP_REASONS, status   # a new reason joins the vocabulary first
+        assert status in STOP_REASONS, status  # a new reason joins the vocabulary first
         trace.stop(steps, status, message)
         return AgentRun(status, state, steps, writes, trace, message)
 
     while True:
         if state.phase == "needs_reconcile":
-            return stop("needs_reconcile", f"{state.pending}: outcome unknown — check it, then reconcile")
+            return stop(
+                "needs_reconcile", f"{state.pending}: outcome unknown — check it, then reconcile"
+            )
         if verify is not None and verify(state):
             state = reduce(state, GoalVerified())
             return stop("completed")
@@ -488,15 +607,20 @@ def run_agent(policy, runtime, initial_state=None, verify=None, max_steps=6, *, 
         if action is None:
             return stop("unverified", "the policy has no next action, but verify() is still false")
         if not isinstance(action, Action):
-            raise UserError(f"the policy returned a {type(action).__name__} — return an "
-                            "Action(tool, arguments, scope) or None")
+            raise UserError(
+                f"the policy returned a {type(action).__name__} — return an "
+                "Action(tool, arguments, scope) or None"
+            )
         write = runtime.risk(action.tool) not in (None, "low")
         if write and writes >= max_writes:
             return stop("budget_exhausted", f"writes: {writes} of {max_writes} used")
-        normalized = _normalized(runtime, action)          # None: dispatch will reject the action
+        normalized = _normalized(runtime, action)  # None: dispatch will reject the action
         arguments = action.arguments if normalized is None else normalized
-        op = (f"rejected_{steps + 1}" if normalized is None else
-              operation_id(principal, action.tool, normalized, action.scope))
+        op = (
+            f"rejected_{steps + 1}"
+            if normalized is None
+            else operation_id(principal, action.tool, normalized, action.scope)
+        )
         state = reduce(state, ToolRequested(op, action.tool, arguments))
         steps += 1
         try:
@@ -504,11 +628,16 @@ def run_agent(policy, runtime, initial_state=None, verify=None, max_steps=6, *, 
         except PermissionDenied as exc:
             state = reduce(state, ToolFailed(op, "permission_denied", str(exc)))
             return stop("permission_denied", str(exc))
-        writes += write and result["status"] != "rejected"       # a rejected call wrote nothing
+        writes += write and result["status"] != "rejected"  # a rejected call wrote nothing
         replayed = " (replayed)" if result.get("replayed") else ""
         called = f"{printable(action.tool)}({_as_given(arguments)})"
-        trace.add("tool", steps, f"{called} -> {result['status']}{replayed}", operation_id=op,
-                  result=result)
+        trace.add(
+            "tool",
+            steps,
+            f"{called} -> {result['status']}{replayed}",
+            operation_id=op,
+            result=result,
+        )
         state = reduce(state, event_for(result))
 
 

@@ -7,13 +7,14 @@ refuses the rest (`check_schema`); `check_strict` is what OpenAI strict mode acc
 Ids and text that any store can hold are checked here too (`required_id`, `check_text`).
 Deliberately left out: most of JSON Schema (production uses the jsonschema library).
 """
+
 import json
 import math
 
 from .errors import ModelBehaviorError, UserError
 
-MAX_ARGUMENT_CHARS = 20_000         # longer arguments are refused before parsing
-MAX_DEPTH = 32                      # nesting of arguments; deeper is refused, never a RecursionError
+MAX_ARGUMENT_CHARS = 20_000  # longer arguments are refused before parsing
+MAX_DEPTH = 32  # nesting of arguments; deeper is refused, never a RecursionError
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 
 
@@ -31,19 +32,24 @@ class UnsupportedSchema(UserError):
 
 # ---------------------------------------------------------------- parsing the model's JSON text
 
+
 def _no_duplicates(pairs):
     seen = {}
     for key, value in pairs:
         if key in seen:
-            raise ArgumentError(f"the key {key!r} appears twice — send each argument once", "invalid_json")
+            raise ArgumentError(
+                f"the key {key!r} appears twice — send each argument once", "invalid_json"
+            )
         seen[key] = value
     return seen
 
 
 def _finite(text):
     number = float(text)
-    if not math.isfinite(number):       # subtle: json.loads turns 1e999 into inf without complaint
-        raise ArgumentError(f"the number {text} is too large for JSON — send a finite number", "invalid_json")
+    if not math.isfinite(number):  # subtle: json.loads turns 1e999 into inf without complaint
+        raise ArgumentError(
+            f"the number {text} is too large for JSON — send a finite number", "invalid_json"
+        )
     return number
 
 
@@ -57,29 +63,48 @@ def parse_arguments(text):
     Example: parse_arguments('{"city": "Paris"}')  ->  {"city": "Paris"}
     """
     if not isinstance(text, str):
-        raise ArgumentError(f"arguments must be JSON text, got {type(text).__name__}", "invalid_json")
+        raise ArgumentError(
+            f"arguments must be JSON text, got {type(text).__name__}", "invalid_json"
+        )
     if len(text) > MAX_ARGUMENT_CHARS:
-        raise ArgumentError(f"arguments are {len(text):,} characters; the limit is {MAX_ARGUMENT_CHARS:,} "
-                            "— send shorter arguments", "invalid_json")
+        raise ArgumentError(
+            f"arguments are {len(text):,} characters; the limit is {MAX_ARGUMENT_CHARS:,} "
+            "— send shorter arguments",
+            "invalid_json",
+        )
     try:
-        value, problem = json.loads(text, object_pairs_hook=_no_duplicates, parse_float=_finite,
-                                    parse_constant=_no_constant), None
+        value, problem = (
+            json.loads(
+                text,
+                object_pairs_hook=_no_duplicates,
+                parse_float=_finite,
+                parse_constant=_no_constant,
+            ),
+            None,
+        )
     except json.JSONDecodeError as exc:
-        problem = (f"arguments are not valid JSON ({exc.msg} at line {exc.lineno} column "
-                   f"{exc.colno}) — send one JSON object with double-quoted keys, e.g. "
-                   '{"city": "Paris"}')
-    except (ValueError, RecursionError) as exc:     # e.g. an integer of 5,000 digits, deep nesting
-        problem = (f"arguments could not be read ({type(exc).__name__}) — send a small, "
-                   "flat JSON object")
-    if problem:                         # raised out here: the decoder's error is not its __context__
+        problem = (
+            f"arguments are not valid JSON ({exc.msg} at line {exc.lineno} column "
+            f"{exc.colno}) — send one JSON object with double-quoted keys, e.g. "
+            '{"city": "Paris"}'
+        )
+    except (ValueError, RecursionError) as exc:  # e.g. an integer of 5,000 digits, deep nesting
+        problem = (
+            f"arguments could not be read ({type(exc).__name__}) — send a small, flat JSON object"
+        )
+    if problem:  # raised out here: the decoder's error is not its __context__
         raise ArgumentError(problem, "invalid_json")
     if not isinstance(value, dict):
-        raise ArgumentError(f"arguments must be a JSON object, got {json_type(value)} — wrap them: "
-                            '{"name": value}', "invalid_json")
-    return check_text(value, "arguments")        # "\\ud83d" is valid JSON, yet it is not text
+        raise ArgumentError(
+            f"arguments must be a JSON object, got {json_type(value)} — wrap them: "
+            '{"name": value}',
+            "invalid_json",
+        )
+    return check_text(value, "arguments")  # "\\ud83d" is valid JSON, yet it is not text
 
 
 # ---------------------------------------------------------------- text and ids anything can store
+
 
 def printable(value):
     """Anything as text a message, trace or file can hold: repr for non-strings, bad text escaped.
@@ -102,18 +127,23 @@ def unencodable(value, path="text"):
     Example: unencodable({"city": "\\ud83d"}, "arguments")  ->  "arguments.city holds '\\ud83d' ..."
     """
     stack = [(value, path)]
-    while stack:                        # a loop, not recursion: deep nesting cannot overflow
+    while stack:  # a loop, not recursion: deep nesting cannot overflow
         item, where = stack.pop()
         if isinstance(item, str):
             try:
                 item.encode("utf-8")
             except UnicodeEncodeError as exc:
-                return (f"{where} holds {ascii(item[exc.start:exc.end])} at character {exc.start}, "
-                        "a lone surrogate UTF-8 cannot encode (half of a UTF-16 pair, or a byte "
-                        "that was not UTF-8)")
+                return (
+                    f"{where} holds {ascii(item[exc.start : exc.end])} at character {exc.start}, "
+                    "a lone surrogate UTF-8 cannot encode (half of a UTF-16 pair, or a byte "
+                    "that was not UTF-8)"
+                )
         elif isinstance(item, dict):
-            children = [c for k, v in item.items() for c in ((k, f"a key of {where}"),
-                                                                (v, f"{where}.{printable(k)}"))]
+            children = [
+                c
+                for k, v in item.items()
+                for c in ((k, f"a key of {where}"), (v, f"{where}.{printable(k)}"))
+            ]
             stack += reversed(children)
         elif isinstance(item, (list, tuple)):
             stack += reversed([(v, f"{where}[{i}]") for i, v in enumerate(item)])
@@ -146,7 +176,7 @@ def required_id(value, name, how):
         what = f"{name} must be a string, got {type(value).__name__} {printable(value)[:40]}"
     elif not value.strip():
         what = f"{name} is blank ({value!r})"
-    elif value != value.strip():        # " ana" and "ana" would be two ids nobody tells apart
+    elif value != value.strip():  # " ana" and "ana" would be two ids nobody tells apart
         what = f"{name} {value!r} has spaces at its ends"
     else:
         what = unencodable(value, name)
@@ -158,7 +188,7 @@ def required_id(value, name, how):
 # ---------------------------------------------------------------- validating against a schema
 
 KEYWORDS = ("type", "required", "properties", "additionalProperties", "enum", "items")
-ANNOTATIONS = ("description", "title", "$comment", "$schema")    # no effect on validity
+ANNOTATIONS = ("description", "title", "$comment", "$schema")  # no effect on validity
 JSON_TYPES = ("string", "integer", "number", "boolean", "object", "array", "null")
 
 
@@ -169,16 +199,22 @@ def json_type(value):
     """
     if value is None:
         return "null"
-    for name, cls in (("boolean", bool), ("integer", int), ("number", float), ("string", str),
-                      ("array", list), ("object", dict)):
-        if isinstance(value, cls):      # subtle: bool is checked before int; True is an int in Python
+    for name, cls in (
+        ("boolean", bool),
+        ("integer", int),
+        ("number", float),
+        ("string", str),
+        ("array", list),
+        ("object", dict),
+    ):
+        if isinstance(value, cls):  # subtle: bool is checked before int; True is an int in Python
             return name
     return type(value).__name__
 
 
 def _has_type(value, name):
     kind = json_type(value)
-    if name == "integer":               # JSON Schema: 1.0 is an integer, True is not
+    if name == "integer":  # JSON Schema: 1.0 is an integer, True is not
         return kind == "integer" or (kind == "number" and value.is_integer())
     return kind == name or (name == "number" and kind == "integer")
 
@@ -211,15 +247,21 @@ def check_schema(schema, path="schema"):
         raise UnsupportedSchema(f"{path} is {schema!r}, not a schema — use a dict (or true/false)")
     for key in schema:
         if key not in KEYWORDS + ANNOTATIONS:
-            raise UnsupportedSchema(f"{path} uses {key!r}, which validate_arguments does not check — remove "
-                                    f"it, or validate with the jsonschema library (checked here: "
-                                    f"{', '.join(KEYWORDS)})")
+            raise UnsupportedSchema(
+                f"{path} uses {key!r}, which validate_arguments does not check — remove "
+                f"it, or validate with the jsonschema library (checked here: "
+                f"{', '.join(KEYWORDS)})"
+            )
     if schema.get("$schema", DRAFT_2020_12).rstrip("#") != DRAFT_2020_12:
-        raise UnsupportedSchema(f"{path} declares $schema {schema['$schema']!r} — only draft 2020-12 is checked")
+        raise UnsupportedSchema(
+            f"{path} declares $schema {schema['$schema']!r} — only draft 2020-12 is checked"
+        )
     types = schema.get("type", [])
     types = [types] if isinstance(types, str) else types
     if not isinstance(types, list) or any(t not in JSON_TYPES for t in types):
-        raise UnsupportedSchema(f"{path}.type is {schema['type']!r} — use one of {', '.join(JSON_TYPES)}")
+        raise UnsupportedSchema(
+            f"{path}.type is {schema['type']!r} — use one of {', '.join(JSON_TYPES)}"
+        )
     required = schema.get("required", [])
     if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
         raise UnsupportedSchema(f"{path}.required must be a list of property names")
@@ -238,7 +280,9 @@ def check_schema(schema, path="schema"):
 def _check_json(value, path, depth=0):
     """Refuse Python values JSON cannot hold (NaN, tuples, sets, non-string keys, deep nesting)."""
     if depth > MAX_DEPTH:
-        raise ArgumentError(f"{path} is nested more than {MAX_DEPTH} levels deep — send flatter arguments")
+        raise ArgumentError(
+            f"{path} is nested more than {MAX_DEPTH} levels deep — send flatter arguments"
+        )
     if isinstance(value, float) and not math.isfinite(value):
         raise ArgumentError(f"{path} is {value}, which JSON cannot hold — send a finite number")
     if isinstance(value, list):
@@ -273,7 +317,7 @@ def _problems(value, schema, path):
     types = [types] if isinstance(types, str) else types
     if types is not None and not any(_has_type(value, t) for t in types):
         yield f"{path} should be {' or '.join(types)}, got {_kind_and_value(value)}"
-        return                          # other keywords would only repeat the same mistake
+        return  # other keywords would only repeat the same mistake
     if "enum" in schema and not any(json_equal(value, e) for e in schema["enum"]):
         yield f"{path} is {_show(value)}; allowed: {', '.join(map(_show, schema['enum']))}"
     if isinstance(value, dict):
@@ -285,8 +329,10 @@ def _problems(value, schema, path):
             if name in properties:
                 yield from _problems(item, properties[name], f"{path}.{name}")
             elif schema.get("additionalProperties") is False:
-                yield (f"{path} has an unexpected property {name!r} — allowed: "
-                       f"{', '.join(properties) or 'none'}")
+                yield (
+                    f"{path} has an unexpected property {name!r} — allowed: "
+                    f"{', '.join(properties) or 'none'}"
+                )
             elif "additionalProperties" in schema:
                 yield from _problems(item, schema["additionalProperties"], f"{path}.{name}")
     if isinstance(value, list) and "items" in schema:
@@ -322,7 +368,12 @@ def normalize_arguments(value, schema):
         return value
     types = schema.get("type", [])
     types = [types] if isinstance(types, str) else types
-    if isinstance(value, float) and value.is_integer() and "integer" in types and "number" not in types:
+    if (
+        isinstance(value, float)
+        and value.is_integer()
+        and "integer" in types
+        and "number" not in types
+    ):
         return int(value)
     if isinstance(value, dict):
         properties, extra = schema.get("properties", {}), schema.get("additionalProperties")
@@ -353,7 +404,9 @@ def canonical(arguments):
     Example: canonical({"b": 1.0, "a": 2})  ->  '{"a":2,"b":1}'
     """
     check_text(arguments, "the value")
-    return json.dumps(_one_number(arguments), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return json.dumps(
+        _one_number(arguments), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
 
 
 def check_strict(schema, path="parameters"):
@@ -370,8 +423,10 @@ def check_strict(schema, path="parameters"):
         if schema.get("additionalProperties") is not False:
             raise UserError(f'{path} needs "additionalProperties": false in strict mode — add it')
         if sorted(schema.get("required", [])) != sorted(properties):
-            raise UserError(f"{path}.required must list every property in strict mode "
-                            f"({', '.join(properties) or 'none'}) — make optional ones nullable instead")
+            raise UserError(
+                f"{path}.required must list every property in strict mode "
+                f"({', '.join(properties) or 'none'}) — make optional ones nullable instead"
+            )
         for name, sub in properties.items():
             check_strict(sub, f"{path}.properties.{name}")
     if "items" in schema:

@@ -8,6 +8,7 @@ and always returns a result the model can read: {"ok": true, "data": ...} or {"o
 stage asks through; `risk_above` the one risk comparison.
 Deliberately left out: async tools, timeouts, sandboxing (the teaching tools are in toolbox.py).
 """
+
 import inspect
 import json
 import re
@@ -18,11 +19,21 @@ from dataclasses import dataclass, field
 from .config import redact
 from .errors import ToolError, UserError
 from .models import ToolCall, to_api
-from .schema import ArgumentError, check_strict, normalize_arguments, parse_arguments, validate_arguments
+from .schema import (
+    ArgumentError,
+    check_strict,
+    normalize_arguments,
+    parse_arguments,
+    validate_arguments,
+)
 
-RISKS = ("low", "medium", "high")   # low: reads only; medium: reversible writes; high: needs approval
-MAX_RESULT_CHARS = 4_000            # results longer than this are cut, with a visible marker
-NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")     # what the OpenAI API accepts as a tool name
+RISKS = (
+    "low",
+    "medium",
+    "high",
+)  # low: reads only; medium: reversible writes; high: needs approval
+MAX_RESULT_CHARS = 4_000  # results longer than this are cut, with a visible marker
+NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # what the OpenAI API accepts as a tool name
 
 
 def risk_above(risk, max_risk):
@@ -35,6 +46,7 @@ def risk_above(risk, max_risk):
 
 # ---------------------------------------------------------------- tools and the registry
 
+
 @dataclass
 class Tool:
     """A tool the model may call. `parameters` is a strict JSON schema whose root is an object.
@@ -45,21 +57,28 @@ class Tool:
     Example: Tool("echo", "Repeat text.", {"type": "object", "properties": {"text": {"type": "string"}},
                   "required": ["text"], "additionalProperties": False}, lambda text: text)
     """
+
     name: str
     description: str
-    parameters: dict          # {"type": "object", "properties": {...}, "required": [...], ...}
+    parameters: dict  # {"type": "object", "properties": {...}, "required": [...], ...}
     fn: typing.Callable = field(repr=False)
-    risk: str = "low"         # one of RISKS
-    strict: bool = True       # always True: labkit only builds strict schemas
-    egress: bool | tuple = False   # False, True, or the arguments naming the destination: ("url",)
+    risk: str = "low"  # one of RISKS
+    strict: bool = True  # always True: labkit only builds strict schemas
+    egress: bool | tuple = False  # False, True, or the arguments naming the destination: ("url",)
 
     def __post_init__(self):
         if not NAME.match(self.name or ""):
-            raise UserError(f"tool name {self.name!r} is not allowed — use 1-64 letters, digits, _ or -")
+            raise UserError(
+                f"tool name {self.name!r} is not allowed — use 1-64 letters, digits, _ or -"
+            )
         if self.risk not in RISKS:
-            raise UserError(f"tool {self.name}: risk {self.risk!r} is not one of {', '.join(RISKS)}")
+            raise UserError(
+                f"tool {self.name}: risk {self.risk!r} is not one of {', '.join(RISKS)}"
+            )
         if not isinstance(self.parameters, dict) or self.parameters.get("type") != "object":
-            raise UserError(f'tool {self.name}: parameters must be a schema with "type": "object" at its root')
+            raise UserError(
+                f'tool {self.name}: parameters must be a schema with "type": "object" at its root'
+            )
         check_strict(self.parameters, f"{self.name}.parameters")
         self.egress = self._egress()
 
@@ -68,12 +87,17 @@ class Tool:
         if isinstance(self.egress, bool):
             return self.egress
         names = (self.egress,) if isinstance(self.egress, str) else self.egress
-        texts = [n for n, s in self.parameters.get("properties", {}).items()
-                 if "string" in _types(s) + _types(s.get("items"))]     # text, or a list of texts
+        texts = [
+            n
+            for n, s in self.parameters.get("properties", {}).items()
+            if "string" in _types(s) + _types(s.get("items"))
+        ]  # text, or a list of texts
         if not isinstance(names, (tuple, list)) or not names or any(n not in texts for n in names):
-            raise UserError(f"tool {self.name}: egress={self.egress!r} names no text argument — "
-                            "give the argument(s) holding the URL, host or e-mail address "
-                            f"({', '.join(texts) or 'none'}), True if none says where, or False")
+            raise UserError(
+                f"tool {self.name}: egress={self.egress!r} names no text argument — "
+                "give the argument(s) holding the URL, host or e-mail address "
+                f"({', '.join(texts) or 'none'}), True if none says where, or False"
+            )
         return tuple(names)
 
     def __call__(self, **arguments):
@@ -101,12 +125,16 @@ def _schema_for(hint, where):
         return {"type": "array", "items": _schema_for(args[0], where)}
     if origin in (typing.Union, types.UnionType) and len(args) == 2 and type(None) in args:
         inner = _schema_for(next(a for a in args if a is not type(None)), where)
-        if "enum" in inner:             # subtle: null must be in the enum too, or null is refused
+        if "enum" in inner:  # subtle: null must be in the enum too, or null is refused
             inner["enum"] = inner["enum"] + [None]
-        inner["type"] = [inner["type"], "null"] if isinstance(inner["type"], str) else inner["type"] + ["null"]
+        inner["type"] = (
+            [inner["type"], "null"] if isinstance(inner["type"], str) else inner["type"] + ["null"]
+        )
         return inner
-    raise UserError(f"{where}: cannot express {hint!r} as a strict schema — use str, int, float, bool, "
-                    "Literal[...], list[...] or X | None, or write the Tool(...) schema by hand")
+    raise UserError(
+        f"{where}: cannot express {hint!r} as a strict schema — use str, int, float, bool, "
+        "Literal[...], list[...] or X | None, or write the Tool(...) schema by hand"
+    )
 
 
 def _docstring_parts(fn):
@@ -130,24 +158,34 @@ def tool(fn=None, *, name=None, risk="low", egress=False):
     name = name or fn.__name__
     description, described = _docstring_parts(fn)
     if not description:
-        raise UserError(f"tool {name} has no docstring — the model reads it to decide when to call the tool")
+        raise UserError(
+            f"tool {name} has no docstring — the model reads it to decide when to call the tool"
+        )
     hints = typing.get_type_hints(fn)
     properties = {}
     for p in inspect.signature(fn).parameters.values():
         where = f"tool {name}, parameter {p.name!r}"
         if p.kind not in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
-            raise UserError(f"{where}: *args/**kwargs cannot be a strict schema — name each parameter")
+            raise UserError(
+                f"{where}: *args/**kwargs cannot be a strict schema — name each parameter"
+            )
         if p.name not in hints:
             raise UserError(f"{where} has no type hint — add one (e.g. {p.name}: str)")
         schema = _schema_for(hints[p.name], where)
         if p.default is not p.empty and not (p.default is None and "null" in schema["type"]):
-            raise UserError(f"{where} has a default; strict mode makes every parameter required — "
-                            f"remove the default, or write `{p.name}: X | None = None` so the model can send null")
+            raise UserError(
+                f"{where} has a default; strict mode makes every parameter required — "
+                f"remove the default, or write `{p.name}: X | None = None` so the model can send null"
+            )
         if p.name in described:
             schema["description"] = described[p.name]
         properties[p.name] = schema
-    parameters = {"type": "object", "properties": properties, "required": list(properties),
-                  "additionalProperties": False}
+    parameters = {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
     return Tool(name, description, parameters, fn, risk, egress=egress)
 
 
@@ -162,12 +200,16 @@ class ToolRegistry:
         for t in tools:
             t = t if isinstance(t, Tool) else tool(t)
             if t.name in self.tools:
-                raise UserError(f"two tools are named {t.name!r} — give one another name: tool(fn, name=...)")
+                raise UserError(
+                    f"two tools are named {t.name!r} — give one another name: tool(fn, name=...)"
+                )
             self.tools[t.name] = t
 
     def get(self, name):
         if name not in self.tools:
-            raise UserError(f"no tool named {name!r} — registered: {', '.join(self.tools) or 'none'}")
+            raise UserError(
+                f"no tool named {name!r} — registered: {', '.join(self.tools) or 'none'}"
+            )
         return self.tools[name]
 
     def names(self):
@@ -200,6 +242,7 @@ def as_registry(tools):
 
 # ---------------------------------------------------------------- executing a call
 
+
 def failure(kind, message):
     """A result that tells the model what went wrong and how to fix it."""
     return {"ok": False, "error": kind, "message": message}
@@ -221,15 +264,23 @@ def execute(call: ToolCall, registry: ToolRegistry, allowed: list | None = None)
     Example: execute(ToolCall("call_1", "calculate", '{"expression": "2+2"}'), registry)
              ->  {"ok": True, "data": {"expression": "2+2", "result": 4}}
     """
-    if call.problem:                    # a name or arguments that were not text (models.ToolCall)
+    if call.problem:  # a name or arguments that were not text (models.ToolCall)
         return failure("malformed_call", call.problem)
-    usable = [n for n in registry.names() if allowed is None or n in allowed]   # what the model may call
+    usable = [
+        n for n in registry.names() if allowed is None or n in allowed
+    ]  # what the model may call
     if allowed is not None and call.name not in allowed:
-        return failure("not_allowed", f"{call.name} is not allowed in this run — use one of: "
-                                      f"{', '.join(usable) or 'none (answer in text)'}")
+        return failure(
+            "not_allowed",
+            f"{call.name} is not allowed in this run — use one of: "
+            f"{', '.join(usable) or 'none (answer in text)'}",
+        )
     if call.name not in registry:
-        return failure("unknown_tool", f"there is no tool named {call.name!r} — use one of: "
-                                       f"{', '.join(usable) or 'none (answer in text)'}")
+        return failure(
+            "unknown_tool",
+            f"there is no tool named {call.name!r} — use one of: "
+            f"{', '.join(usable) or 'none (answer in text)'}",
+        )
     t = registry.get(call.name)
     try:
         arguments = parse_arguments(call.arguments)
@@ -243,14 +294,22 @@ def execute(call: ToolCall, registry: ToolRegistry, allowed: list | None = None)
         return failure("permission_denied", redact(f"{t.name} was refused: {exc}"))
     except ToolError as exc:
         return failure(exc.kind, redact(str(exc)))
-    except Exception as exc:            # subtle: a crashing tool is the tool's fault; the run goes on
-        return failure("tool_crashed", redact(f"{t.name} crashed ({type(exc).__name__}: {exc}) — a bug in "
-                                              "the tool, not your call; try another way or tell the user"))
+    except Exception as exc:  # subtle: a crashing tool is the tool's fault; the run goes on
+        return failure(
+            "tool_crashed",
+            redact(
+                f"{t.name} crashed ({type(exc).__name__}: {exc}) — a bug in "
+                "the tool, not your call; try another way or tell the user"
+            ),
+        )
     try:
         return _capped(data)
-    except (TypeError, ValueError):     # a set, an object, NaN: nothing the model could read as JSON
-        return failure("bad_result", f"{t.name} returned something that is not JSON — a bug in the tool, "
-                                     "not your call; try another way or tell the user")
+    except (TypeError, ValueError):  # a set, an object, NaN: nothing the model could read as JSON
+        return failure(
+            "bad_result",
+            f"{t.name} returned something that is not JSON — a bug in the tool, "
+            "not your call; try another way or tell the user",
+        )
 
 
 def result_text(result):

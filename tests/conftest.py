@@ -4,8 +4,10 @@ Applied at import, before nbval starts any kernel, so notebooks executed by `pyt
 exactly as .ci/execute_notebooks.py ran them when their outputs were saved (see offline_env.py).
 Also 06_rag's corpus and library, shared by test_rag and test_labs (built once per session).
 """
-import offline_env
+
 import pytest
+
+import offline_env
 
 offline_env.apply()
 

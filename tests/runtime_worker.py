@@ -9,6 +9,7 @@
 
 A worker that survives prints its dispatch result as one JSON line.
 """
+
 import json
 import os
 import signal
@@ -18,12 +19,17 @@ import time
 from labkit.runtime import ToolRuntime, operation_id
 from labkit.tools import Tool
 
-SCHEMA = {"type": "object", "additionalProperties": False, "required": ["entry", "amount"],
-          "properties": {"entry": {"type": "string"}, "amount": {"type": "integer"}}}
+SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["entry", "amount"],
+    "properties": {"entry": {"type": "string"}, "amount": {"type": "integer"}},
+}
 
 
 def ledger_tool(path, kill=lambda point: None, delay=0.0):
     """A tool with a real side effect: it appends a line to a ledger file (fsynced)."""
+
     def append_ledger(entry, amount):
         kill("during_execute:before")
         time.sleep(delay)
@@ -33,9 +39,18 @@ def ledger_tool(path, kill=lambda point: None, delay=0.0):
             os.fsync(ledger.fileno())
         kill("during_execute:after")
         with open(path, encoding="utf-8") as ledger:
-            return {"entry": entry, "receipt": f"R-{sum(1 for _ in ledger)}"}   # differs on every run
-    return Tool("append_ledger", "Append an entry to the ledger: an irreversible side effect.",
-                SCHEMA, append_ledger, risk="high")
+            return {
+                "entry": entry,
+                "receipt": f"R-{sum(1 for _ in ledger)}",
+            }  # differs on every run
+
+    return Tool(
+        "append_ledger",
+        "Append an entry to the ledger: an irreversible side effect.",
+        SCHEMA,
+        append_ledger,
+        risk="high",
+    )
 
 
 def ledger_lines(path, entry):
@@ -61,8 +76,13 @@ def main(argv):
     def kill(point):
         if point == target:
             os.kill(os.getpid(), signal.SIGKILL)
-    runtime = ToolRuntime([ledger_tool(ledger, kill, 0.3 if mode == "race" else 0.0)], max_risk="high",
-                          store=db, failpoint=kill)
+
+    runtime = ToolRuntime(
+        [ledger_tool(ledger, kill, 0.3 if mode == "race" else 0.0)],
+        max_risk="high",
+        store=db,
+        failpoint=kill,
+    )
     arguments, op = request(entry)
     if mode == "race":
         print("ready", flush=True)

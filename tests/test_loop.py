@@ -1,4 +1,5 @@
 """labkit.loop: the loop's stop reasons, paired history, guard seam, ReAct, plan-and-execute, scenarios."""
+
 import json
 from itertools import count
 
@@ -26,19 +27,28 @@ SCENARIOS = load_scenarios()
 
 def fake_clock():
     ticks = count()
-    return lambda: next(ticks) * 0.5         # every reading is half a second later
-
+    return lambda: next(ticks) * 0.5  # every reading is half a second later
 
 
 # ---------------------------------------------------------------- what the loop does, step by step
 
+
 def test_bad_arguments_go_back_to_the_model_and_it_sees_them():
-    model = ScriptedModel([call("calculate", expression=2), call("calculate", expression="2"), say("2")])
+    model = ScriptedModel(
+        [call("calculate", expression=2), call("calculate", expression="2"), say("2")]
+    )
     result = run("2?", model, [calculate])
     shown = json.loads(model.seen[1].messages[-1].content)
-    assert shown["ok"] is False and shown["error"] == "invalid_arguments" and "should be string" in shown["message"]
-    assert result.status == "completed" and result.tool_failures == 1 and result.completed == [
-        'calculate({"expression": "2"})']
+    assert (
+        shown["ok"] is False
+        and shown["error"] == "invalid_arguments"
+        and "should be string" in shown["message"]
+    )
+    assert (
+        result.status == "completed"
+        and result.tool_failures == 1
+        and result.completed == ['calculate({"expression": "2"})']
+    )
 
 
 def test_a_crashing_tool_does_not_end_the_run_but_a_permission_error_does():
@@ -52,12 +62,19 @@ def test_a_crashing_tool_does_not_end_the_run_but_a_permission_error_does():
         """Has a bug."""
         return 1 // 0
 
-    model = ScriptedModel([call("buggy", x=1), turn(call("delete_everything", confirm=True), call("buggy", x=2)),
-                           say("never reached")])
+    model = ScriptedModel(
+        [
+            call("buggy", x=1),
+            turn(call("delete_everything", confirm=True), call("buggy", x=2)),
+            say("never reached"),
+        ]
+    )
     result = run("clean up", model, [buggy, delete_everything])
     assert result.status == "permission_denied" and result.turns == 2
-    assert "approval" in result.trace.events[-1].summary and model.unused() == ["say('never reached')"]
-    check_pairing(result.messages)                      # buggy(x=2) was answered "not_run"
+    assert "approval" in result.trace.events[-1].summary and model.unused() == [
+        "say('never reached')"
+    ]
+    check_pairing(result.messages)  # buggy(x=2) was answered "not_run"
     assert json.loads(result.messages[-1].content)["error"] == "not_run"
     assert result.unfinished[0] == 'not run: buggy({"x": 2})'
 
@@ -66,8 +83,12 @@ def test_history_is_kept_in_front_of_the_task_and_must_be_paired():
     earlier = [user("My name is Ada."), Message("assistant", "Hello Ada.")]
     model = ScriptedModel([say("Your name is Ada.")])
     result = run("What is my name?", model, [], history=earlier, system="Be brief.")
-    assert [m.content for m in model.seen[0].messages] == ["Be brief.", "My name is Ada.", "Hello Ada.",
-                                                          "What is my name?"]
+    assert [m.content for m in model.seen[0].messages] == [
+        "Be brief.",
+        "My name is Ada.",
+        "Hello Ada.",
+        "What is my name?",
+    ]
     assert result.answer == "Your name is Ada."
     broken = [Message("assistant", "", [ToolCall("call_9", "calculate", "{}")])]
     with pytest.raises(UserError, match="no output"):
@@ -77,10 +98,16 @@ def test_history_is_kept_in_front_of_the_task_and_must_be_paired():
 def test_service_errors_stop_the_run_with_the_trace_kept():
     class Down:
         def respond(self, messages, tools):
-            raise ServiceError("429 rate limited: too many requests — wait a minute and run the cell again", 429)
+            raise ServiceError(
+                "429 rate limited: too many requests — wait a minute and run the cell again", 429
+            )
 
     result = run("hi", Down(), [])
-    assert result.status == "service_error" and "wait a minute" in result.next_step and result.turns == 1
+    assert (
+        result.status == "service_error"
+        and "wait a minute" in result.next_step
+        and result.turns == 1
+    )
 
 
 def test_elapsed_comes_from_the_clock_passed_in():
@@ -95,9 +122,14 @@ def test_a_running_result_holds_no_start_time():
         def before_model(self, run):
             self.seen.append(run.elapsed)
 
-    ticks = count(100)                      # a clock far from 0: a start time would show
-    result = run("hi", ScriptedModel([call("calculate", expression="1+1"), say("2")]), [calculate],
-                 guard=Watch(), clock=lambda: float(next(ticks)))
+    ticks = count(100)  # a clock far from 0: a start time would show
+    result = run(
+        "hi",
+        ScriptedModel([call("calculate", expression="1+1"), say("2")]),
+        [calculate],
+        guard=Watch(),
+        clock=lambda: float(next(ticks)),
+    )
     assert Watch.seen == [0.0, 0.0] and result.elapsed > 0
 
 
@@ -107,7 +139,9 @@ def test_a_scripted_model_that_runs_out_fails_loudly():
 
 
 def test_tool_limit_counts_calls_across_turns():
-    model = ScriptedModel([call("calculate", expression="1"), call("calculate", expression="2"), say("3")])
+    model = ScriptedModel(
+        [call("calculate", expression="1"), call("calculate", expression="2"), say("3")]
+    )
     assert run("x", model, [calculate], max_calls=2).status == "completed"
     model = ScriptedModel([call("calculate", expression="1"), call("calculate", expression="2")])
     result = run("x", model, [calculate], max_calls=1)
@@ -124,11 +158,21 @@ def test_an_incomplete_reply_with_a_call_never_runs_the_call():
         ran.append(x)
         return x
 
-    cut = ScriptedModel([lambda messages, tools: labkit.models.Step(calls=(("record", '{"x": "a"}'),),
-                                                                     status="incomplete",
-                                                                     incomplete_reason="max_output_tokens")])
+    cut = ScriptedModel(
+        [
+            lambda messages, tools: labkit.models.Step(
+                calls=(("record", '{"x": "a"}'),),
+                status="incomplete",
+                incomplete_reason="max_output_tokens",
+            )
+        ]
+    )
     result = run("x", cut, [record])
-    assert result.status == "model_incomplete" and ran == [] and result.unfinished[0].startswith("not run: record")
+    assert (
+        result.status == "model_incomplete"
+        and ran == []
+        and result.unfinished[0].startswith("not run: record")
+    )
     check_pairing(result.messages)
 
 
@@ -139,9 +183,10 @@ def test_max_turns_zero_never_calls_the_model():
 
 # ---------------------------------------------------------------- the guard seam (used by 05_guardrails)
 
+
 class Recorder(Guard):
     def __init__(self, decisions):
-        self.decisions = decisions          # where -> Decision
+        self.decisions = decisions  # where -> Decision
 
     def before_model(self, run):
         return self.decisions.get(("model", run.turns))
@@ -156,22 +201,34 @@ class Recorder(Guard):
 
 
 def test_guard_can_refuse_a_tool_stop_the_run_and_wrap_results():
-    guard = Recorder({("tool", "calculate", "low"): Decision("refuse", "not_approved", "ask the user first"),
-                      ("model", 1): Decision("stop", "budget_exhausted", "token budget of 100 reached")})
-    model = ScriptedModel([turn(call("calculate", expression="1"), call("get_weather", city="Paris")), say("x")])
+    guard = Recorder(
+        {
+            ("tool", "calculate", "low"): Decision("refuse", "not_approved", "ask the user first"),
+            ("model", 1): Decision("stop", "budget_exhausted", "token budget of 100 reached"),
+        }
+    )
+    model = ScriptedModel(
+        [turn(call("calculate", expression="1"), call("get_weather", city="Paris")), say("x")]
+    )
     result = run("x", model, [calculate, get_weather], guard=guard)
-    assert result.status == "budget_exhausted" and result.turns == 1 and model.unused() == ["say('x')"]
+    assert (
+        result.status == "budget_exhausted" and result.turns == 1 and model.unused() == ["say('x')"]
+    )
     refused, wrapped = (json.loads(m.content) for m in result.messages[-2:])
     assert refused == {"ok": False, "error": "not_approved", "message": "ask the user first"}
     assert wrapped["data"]["untrusted"]["city"] == "Paris"
     kinds = [e.kind for e in result.trace.events]
     assert kinds == ["model", "guard", "tool", "guard", "tool", "guard", "stop"]
-    assert result.trace.events[1].summary == "before calculate: refuse not_approved ask the user first"
+    assert (
+        result.trace.events[1].summary == "before calculate: refuse not_approved ask the user first"
+    )
     assert result.next_step == "token budget of 100 reached"
 
 
 def test_guard_stop_before_a_tool_answers_it_not_run():
-    guard = Recorder({("tool", "calculate", "low"): Decision("stop", "repeated_action", "same call twice")})
+    guard = Recorder(
+        {("tool", "calculate", "low"): Decision("stop", "repeated_action", "same call twice")}
+    )
     result = run("x", ScriptedModel([call("calculate", expression="1")]), [calculate], guard=guard)
     assert result.status == "repeated_action" and result.tool_calls == 0
     check_pairing(result.messages)
@@ -179,23 +236,37 @@ def test_guard_stop_before_a_tool_answers_it_not_run():
 
 
 def test_guard_stop_with_permission_denied_before_the_tool_runs():
-    guard = Recorder({("tool", "calculate", "low"): Decision("stop", "permission_denied", "user said no")})
+    guard = Recorder(
+        {("tool", "calculate", "low"): Decision("stop", "permission_denied", "user said no")}
+    )
     result = run("x", ScriptedModel([call("calculate", expression="1")]), [calculate], guard=guard)
     assert result.status == "permission_denied"
     check_pairing(result.messages)
 
 
-@pytest.mark.parametrize("decision, needle", [(Decision("maybe"), "action"),
-                                               (Decision("refuse", "x", "no"), "allow or stop"),
-                                               (Decision("stop", "tired"), "stop reason")])
+@pytest.mark.parametrize(
+    "decision, needle",
+    [
+        (Decision("maybe"), "action"),
+        (Decision("refuse", "x", "no"), "allow or stop"),
+        (Decision("stop", "tired"), "stop reason"),
+    ],
+)
 def test_guard_mistakes_are_the_callers_fault(decision, needle):
     with pytest.raises(UserError, match=needle):
         run("x", ScriptedModel([say("y")]), [], guard=Recorder({("model", 0): decision}))
 
 
 def test_allow_decisions_are_recorded_too():
-    result = run("x", ScriptedModel([say("y")]), [], guard=Recorder({("model", 0): Decision("allow", "", "ok")}))
-    assert result.status == "completed" and result.trace.events[0].summary == "before model: allow ok"
+    result = run(
+        "x",
+        ScriptedModel([say("y")]),
+        [],
+        guard=Recorder({("model", 0): Decision("allow", "", "ok")}),
+    )
+    assert (
+        result.status == "completed" and result.trace.events[0].summary == "before model: allow ok"
+    )
 
 
 def test_run_result_prints_a_deterministic_report():
@@ -207,4 +278,4 @@ def test_a_finished_runs_messages_can_be_passed_on_as_history():
     first = run("2+3?", ScriptedModel([call("calculate", expression="2+3"), say("5")]), [calculate])
     second = run("And doubled?", ScriptedModel([say("10")]), [calculate], history=first.messages)
     assert [m.role for m in second.messages].count("system") == 1
-    assert second.messages[1:len(first.messages)] == first.messages[1:]
+    assert second.messages[1 : len(first.messages)] == first.messages[1:]
