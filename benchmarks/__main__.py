@@ -18,7 +18,8 @@ def main(names):
     chosen = [m for m in found if not names or m.removeprefix("bench_") in names]
     if not chosen:
         print(
-            f"no benchmark matches {names}; have: {', '.join(m.removeprefix('bench_') for m in found)}"
+            f"no benchmark matches {names}; have: "
+            f"{', '.join(m.removeprefix('bench_') for m in found)}"
         )
         return 1
     for name in chosen:

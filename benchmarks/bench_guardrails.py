@@ -13,6 +13,7 @@ import time
 
 from labkit import guardrails as g
 from labkit.budget import Budget
+from labkit.injection import detect_injection
 from labkit.labs import load_injections
 from labkit.loop import run
 from labkit.models import Reply, ToolCall, Usage
@@ -72,7 +73,7 @@ def per_turn_us(turns, guarded):
 
 def detector_rates(texts):
     chars = sum(map(len, texts))
-    keyword = best(lambda: [g.detect_injection(t) for t in texts])
+    keyword = best(lambda: [detect_injection(t) for t in texts])
     rates = {"keyword rules": (len(texts) / keyword, chars / keyword)}
     try:
         from labkit.embed import MiniLM
@@ -88,7 +89,8 @@ def detector_rates(texts):
 
 def main():
     print(
-        f"{'turns per run':>13} {'plain loop':>11} {'guarded':>9} {'ratio':>6}   (µs per turn, best of 7)"
+        f"{'turns per run':>13} {'plain loop':>11} {'guarded':>9} {'ratio':>6}   (µs per turn, "
+        "best of 7)"
     )
     extra = []
     for turns in (6, 50):
@@ -99,19 +101,23 @@ def main():
     texts = [a["text"] for a in sets["attacks"]] + [b["text"] for b in sets["benign"]]
     rates = detector_rates(texts)
     print(
-        f"\n{'detector':<18} {'texts/s':>10} {'chars/s':>12}   ({len(texts)} texts of the labelled set)"
+        f"\n{'detector':<18} {'texts/s':>10} {'chars/s':>12}   ({len(texts)} texts of the labelled "
+        "set)"
     )
     for name, (per_text, per_char) in rates.items():
         print(f"{name:<18} {per_text:>10,.0f} {per_char:>12,.0f}")
     if len(rates) == 2:
         ratio = rates["keyword rules"][0] / rates["MiniLM embeddings"][0]
         print(
-            f"the keyword rules are {ratio:,.0f}x faster than embedding alone; neither replaces the "
+            f"the keyword rules are {ratio:,.0f}x faster than embedding alone; neither replaces "
+            "the "
             "permission layer, which needs no model at all"
         )
     print(
-        f"A guarded turn costs {min(extra) / 1000:.2f}-{max(extra) / 1000:.2f} ms more than a plain one (the "
-        "input estimate grows with the history); a live model turn takes hundreds of milliseconds or more."
+        f"A guarded turn costs {min(extra) / 1000:.2f}-{max(extra) / 1000:.2f} ms more than a "
+        "plain one (the "
+        "input estimate grows with the history); a live model turn takes hundreds of milliseconds "
+        "or more."
     )
 
 

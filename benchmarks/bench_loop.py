@@ -52,14 +52,17 @@ def scripted(turns):
 
 def main():
     print(
-        f"{'turns per run':>13} {'instant model':>14} {'ScriptedModel':>14}   (µs per turn, best of 7)"
+        f"{'turns per run':>13} {'instant model':>14} {'ScriptedModel':>14}   (µs per turn, best "
+        "of 7)"
     )
     for turns in (6, 50):
         bare, lesson = per_turn_us(Instant, turns), per_turn_us(scripted, turns)
         print(f"{turns:>13} {bare:>14.0f} {lesson:>14.0f}")
     print(
-        "The loop's own cost is tens of microseconds per turn. A live model turn usually takes hundreds "
-        "of milliseconds or more (not measured here: time yours in 01_setup), so the model is the cost."
+        "The loop's own cost is tens of microseconds per turn. A live model turn usually takes "
+        "hundreds "
+        "of milliseconds or more (not measured here: time yours in 01_setup), so the model is the "
+        "cost."
     )
 
 

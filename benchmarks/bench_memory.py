@@ -1,8 +1,11 @@
 """03_memory: store and recall throughput at 1k and 100k memories, side by side, in one run.
 
-labkit  MemoryStore: SQLite file, WAL, one BEGIN IMMEDIATE transaction per write, its own keyword index
-list    a plain Python list of dicts scanned per query with the same formula (one process, nothing on disk)
-fts5    SQLite's built-in full-text index (C) with bm25() ranking, same file settings (a different ranking)
+labkit  MemoryStore: SQLite file, WAL, one BEGIN IMMEDIATE transaction per write, its own keyword
+index
+list    a plain Python list of dicts scanned per query with the same formula (one process, nothing
+on disk)
+fts5    SQLite's built-in full-text index (C) with bm25() ranking, same file settings (a different
+ranking)
 Writes are single, committed, acknowledged calls made when the store already holds N memories; the
 N are bulk-loaded first (one transaction per 1,000). Run: python -m benchmarks memory
 Timings are for this machine at this moment; compare the ratios, not the absolute numbers.
@@ -23,7 +26,8 @@ VOCABULARY = 5_000
 
 
 class Clock:
-    """Real elapsed time is measured with perf_counter; the store's clock only has to move forward."""
+    """Real elapsed time is measured with perf_counter; the store's clock only has to move
+    forward."""
 
     def __init__(self):
         self.now = 1735689600.0
@@ -34,7 +38,8 @@ class Clock:
 
 
 def corpus(n, rng):
-    """Deterministic pseudo-sentences whose word frequencies follow a Zipf-like curve, as text does."""
+    """Deterministic pseudo-sentences whose word frequencies follow a Zipf-like curve, as text
+    does."""
     words = [
         f"{a}{b}{c}"
         for a in "bcdfgklmnprstvz"
@@ -175,7 +180,7 @@ def measure(n, rng):
         asked = QUERIES if n <= 10_000 else 20
         list_time, listed = timed(lambda i: list_recall(memories, queries[i], clock.now), asked)
         rows["list"] = (n / list_load, 1 / list_write, 1 / list_time, None)
-        same = sum(a == b for a, b in zip(found, listed)) / asked
+        same = sum(a == b for a, b in zip(found, listed, strict=False)) / asked
 
         db, fts_load = fts_store(folder, base)
         fts_single, _ = timed(lambda i: fts_write(db, extra[i]), WRITES)
@@ -191,7 +196,8 @@ def main():
     rng = random.Random(0)
     print(__doc__.split("\n")[0])
     print(
-        f"{'memories':>9}  {'store':<7} {'bulk load/s':>12} {'write/s':>9} {'recall/s':>9} {'ms/recall':>10} {'file MB':>8}"
+        f"{'memories':>9}  {'store':<7} {'bulk load/s':>12} {'write/s':>9} {'recall/s':>9} "
+        f"{'ms/recall':>10} {'file MB':>8}"
     )
     results = {}
     for n in SIZES:
@@ -200,7 +206,8 @@ def main():
         for name, (load, write, recall, size) in rows.items():
             megabytes = f"{size / 1e6:8.1f}" if size else f"{'memory':>8}"
             print(
-                f"{n:>9,}  {name:<7} {load:>12,.0f} {write:>9,.0f} {recall:>9,.1f} {1000 / recall:>10.2f} {megabytes}"
+                f"{n:>9,}  {name:<7} {load:>12,.0f} {write:>9,.0f} {recall:>9,.1f} "
+                f"{1000 / recall:>10.2f} {megabytes}"
             )
         lab = rows["labkit"]
         print(

@@ -1,7 +1,8 @@
 """BM25 and dense retrieval: labkit vs bm25s vs rank_bm25, in one run, on SciFact when present.
 
     python -m benchmarks rag            # BM25: build time, queries/s, nDCG@10 (+ ratios)
-    python -m benchmarks rag --dense    # also MiniLM and RRF nDCG@10 (minutes on 2 cores; or LABKIT_BENCH_DENSE=1)
+    python -m benchmarks rag --dense    # also MiniLM and RRF nDCG@10 (minutes on 2 cores; or
+    LABKIT_BENCH_DENSE=1)
 
 Data: SciFact (BEIR format: corpus.jsonl, queries.jsonl, qrels/test.tsv) is not shipped; place it at
 ../shared/ir/scifact beside the repository (never copied into it). When it is absent, a generated
@@ -28,7 +29,8 @@ from labkit.rag import BM25Index, bm25_naive, rrf, tokenize
 ROOT = Path(__file__).resolve().parent.parent
 SCIFACT = ROOT.parent / "shared" / "ir" / "scifact"
 # nDCG@10 from one earlier run of `python -m benchmarks rag --dense` on SciFact (BEIR test split):
-# measured with this file, not taken from a paper. A change in tokens or scoring shows up against them.
+# measured with this file, not taken from a paper. A change in tokens or scoring shows up against
+# them.
 EARLIER_RUN = {
     "labkit BM25Index": 0.6646,
     "bm25s (lucene, numpy)": 0.6646,
@@ -72,16 +74,19 @@ def choose_data(folder=None):
         return (
             data,
             True,
-            f"data: SciFact from {folder} (BEIR test: {len(data[0]):,} docs, {len(data[3])} queries)",
+            f"data: SciFact from {folder} (BEIR test: {len(data[0]):,} docs, {len(data[3])} "
+            "queries)",
         )
     data = generated_corpus()
     return (
         data,
         False,
         (
-            f"data: a GENERATED corpus ({len(data[0]):,} docs of Zipf words, {len(data[3])} queries), "
+            f"data: a GENERATED corpus ({len(data[0]):,} docs of Zipf words, {len(data[3])} "
+            "queries), "
             f"NOT SciFact: no corpus.jsonl in {folder}. For the real figures place BEIR SciFact "
-            "(corpus.jsonl, queries.jsonl, qrels/test.tsv) at ../shared/ir/scifact beside the repository"
+            "(corpus.jsonl, queries.jsonl, qrels/test.tsv) at ../shared/ir/scifact beside the "
+            "repository"
         ),
     )
 
@@ -112,7 +117,8 @@ def mean_ndcg(rankings, qrels):
 
 
 def timed(fn, *args, repeat=1):
-    """(result, seconds): the best of `repeat` runs, since other work on a shared machine only adds time."""
+    """(result, seconds): the best of `repeat` runs, since other work on a shared machine only adds
+    time."""
     best = float("inf")
     for _ in range(repeat):
         start = time.perf_counter()
@@ -145,7 +151,9 @@ def run_bm25s(doc_tokens, query_tokens, ids):
             [t for t in toks if t in model.vocab_dict] or [""] for toks in query_tokens.values()
         ]
         docs, _ = model.retrieve(tokens, k=10, show_progress=False, n_threads=0)
-        return {q: [ids[i] for i in row] for q, row in zip(query_tokens, docs.tolist())}
+        return {
+            q: [ids[i] for i in row] for q, row in zip(query_tokens, docs.tolist(), strict=True)
+        }
 
     rankings, elapsed = timed(query, repeat=5)
     return build_s, elapsed, rankings
@@ -168,7 +176,8 @@ def run_rank_bm25(doc_tokens, query_tokens, ids):
 
 
 def run_naive(doc_tokens, query_tokens, ids, limit=20):
-    """labkit.rag.bm25_naive, the reference loop (recounts df and tf per query), on `limit` queries."""
+    """labkit.rag.bm25_naive, the reference loop (recounts df and tf per query), on `limit`
+    queries."""
     sample = dict(list(query_tokens.items())[:limit])
     _, elapsed = timed(lambda: [bm25_naive(doc_tokens, toks) for toks in sample.values()])
     return elapsed / len(sample)
@@ -182,7 +191,11 @@ def dense_rankings(texts, queries, ids, cache_dir=None):
     (vectors, status), seconds = timed(embed_cached, model, texts, cache_dir or CACHE_DIR)
     query_vectors = model.embed(list(queries.values()))
     hits = cosine_top_k(query_vectors, vectors, 100)
-    return {q: [ids[i] for i, _ in row] for q, row in zip(queries, hits)}, seconds, status
+    return (
+        {q: [ids[i] for i, _ in row] for q, row in zip(queries, hits, strict=True)},
+        seconds,
+        status,
+    )
 
 
 def main(argv=None):
@@ -213,13 +226,15 @@ def main(argv=None):
             + (f"   (earlier run {EARLIER_RUN[name]:.4f})" if scifact else "")
         )
     print(
-        f"{'bm25_naive (reference)':<24}{'-':>9}{1 / naive:>11,.1f}{'':>9}   {labkit_qps * naive:>6.0f}x"
+        f"{'bm25_naive (reference)':<24}{'-':>9}{1 / naive:>11,.1f}{'':>9}   "
+        f"{labkit_qps * naive:>6.0f}x"
     )
     print(f"build: labkit takes {rows[0][1] / rows[1][1]:.2f}x the time of bm25s")
 
     if not dense:
         print(
-            "dense: skipped (add --dense or LABKIT_BENCH_DENSE=1; MiniLM over SciFact takes minutes on CPU)"
+            "dense: skipped (add --dense or LABKIT_BENCH_DENSE=1; MiniLM over SciFact takes "
+            "minutes on CPU)"
         )
         return
     dense_rank, seconds, status = dense_rankings(texts, queries, ids)

@@ -1,4 +1,5 @@
-"""What durability costs: dispatch throughput of labkit's ToolRuntime against what people use instead.
+"""What durability costs: dispatch throughput of labkit's ToolRuntime against what people use
+instead.
 
     python -m benchmarks runtime
 
@@ -48,7 +49,8 @@ def per_second(fn, items):
 
 
 def checked(arguments):
-    """What every way does to a model's arguments before the tool runs (ToolRuntime does the same)."""
+    """What every way does to a model's arguments before the tool runs (ToolRuntime does the
+    same)."""
     validate_arguments(arguments, SCHEMA)
     return normalize_arguments(arguments, SCHEMA)
 
@@ -101,7 +103,8 @@ def main(n=300, fast=20_000):
         )
     added = 1 / rows[2][1] - 1 / base
     print(
-        f"  durable (FULL) adds {added * 1e3:.2f} ms per new operation: {added / 0.1:.1%} of a 100 ms API call"
+        f"  durable (FULL) adds {added * 1e3:.2f} ms per new operation: {added / 0.1:.1%} of a 100 "
+        "ms API call"
     )
     return rows
 

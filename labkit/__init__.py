@@ -17,7 +17,7 @@ Outside the lessons: check (the checker), tasks (the hands-on tasks), labs (lab 
 
 from .budget import Budget
 from .check import check
-from .config import doctor, load_settings, redact
+from .config import load_settings, redact
 from .errors import (
     GuardrailTripped,
     LabkitError,
@@ -28,7 +28,7 @@ from .errors import (
     explain,
 )
 from .guardrails import Guards, guards, run_guarded
-from .live import ChatModel, ResponsesModel, connect, describe, request_preview
+from .live import ChatModel, ResponsesModel, connect, describe, doctor, request_preview
 from .loop import STOP_REASONS, Decision, Guard, RunResult, run
 from .models import (
     Message,

@@ -33,7 +33,8 @@ PRICES = {  # USD per 1M tokens (input, output), standard tier. An ESTIMATE copi
 
 
 def estimated_cost(model, input_tokens, output_tokens):
-    """USD for one call, from PRICES (exact fractions: no rounding drift); None for an unknown model.
+    """USD for one call, from PRICES (exact fractions: no rounding drift); None for an unknown
+    model.
 
     Example: float(estimated_cost("gpt-5-mini", 1000, 100))  ->  0.00045
     """
@@ -44,9 +45,11 @@ def estimated_cost(model, input_tokens, output_tokens):
 
 
 def schema_tokens(tools):
-    """The estimated size of the tool schemas a live model is sent with every call (its server counts them).
+    """The estimated size of the tool schemas a live model is sent with every call (its server
+    counts them).
 
-    Example: schema_tokens([calculate])  ->  the chars/4 estimate of its name, description and schema
+    Example: schema_tokens([calculate])
+             ->  the chars/4 estimate of its name, description and schema
     """
     specs = [as_tool_spec(t) for t in tools]
     return sum(
@@ -78,12 +81,14 @@ def _bar(used, limit, width=10):
 
 @dataclass
 class Budget(Guard):
-    """Hard stops for one run, checked BEFORE each model call and tool call, so none is ever overshot.
+    """Hard stops for one run, checked BEFORE each model call and tool call, so none is ever
+    overshot.
 
     A model call is allowed only when what it may use still fits: its input, estimated, plus
     `max_output_tokens`, reserved for the reply (run_guarded caps the model's reply at it). Until a
     server reports usage the estimate adds the tool schemas and is multiplied by FIRST_SCALE; after
-    that it is scaled by the largest reported/estimated ratio seen. Offline (the scripted model counts
+    that it is scaled by the largest reported/estimated ratio seen. Offline (the scripted model
+    counts
     with the same estimate) the overshoot is 0; with a live model it is bounded by the estimate's
     error, not proven 0. Watch it: Budget(..., watch=print) prints the meter every turn.
     Example: Budget(max_turns=4, max_tokens=2_000, max_cost=0.001)
@@ -128,7 +133,8 @@ class Budget(Guard):
                 or value < least
             ):
                 raise UserError(
-                    f"Budget({name}={value!r}) is not a limit — use {'a whole' if whole else 'a'} number "
+                    f"Budget({name}={value!r}) is not a limit — use {'a whole' if whole else 'a'} "
+                    "number "
                     f">= {least}{' (or None: no limit)' if optional else ''}"
                 )
         self.for_model(self.model)
@@ -143,7 +149,8 @@ class Budget(Guard):
         self.model = name
 
     def settle(self, run):
-        """Count the turn the run made since the last look: the reported usage, else the estimate."""
+        """Count the turn the run made since the last look: the reported usage, else the
+        estimate."""
         if self._run is not run:
             if self._run is not None:
                 raise UserError(
@@ -164,7 +171,8 @@ class Budget(Guard):
             ratio = (
                 used_in / raw if raw else 1.0
             )  # it includes what the server counted for the tool schemas
-            # subtle: keep the largest ratio seen; a ratio replaced each turn lets one low count undo a high one
+            # subtle: keep the largest ratio seen; a ratio replaced each turn lets one low count
+            # undo a high one
             self.scale = max(self.scale, ratio) if self.reported else max(1.0, ratio)
             self.reported = True
         elif run.status == "service_error":
@@ -205,14 +213,16 @@ class Budget(Guard):
                 "stop",
                 "budget_exhausted",
                 f"input too large: about {raw:,} tokens estimated{margin}; one"
-                f" call may send {self.max_input_tokens:,} — shorten the task or the documents, or split it",
+                f" call may send {self.max_input_tokens:,} — shorten the task or the documents, or "
+                "split it",
             )
         if self.max_tokens is not None and self.tokens + need + reserve > self.max_tokens:
             return Decision(
                 "stop",
                 "budget_exhausted",
                 f"token budget: {self.tokens:,} of {self.max_tokens:,} used "
-                f"and the next call may need {need + reserve:,} — raise max_tokens or narrow the task",
+                f"and the next call may need {need + reserve:,} — raise max_tokens or narrow the "
+                "task",
             )
         if self.max_cost is not None and self.cost + estimated_cost(
             self.model, need, reserve
@@ -221,13 +231,15 @@ class Budget(Guard):
                 "stop",
                 "budget_exhausted",
                 f"cost budget: ${float(self.cost):.6f} of ${self.max_cost:.6f}"
-                f" used and the next call may cost ${float(estimated_cost(self.model, need, reserve)):.6f}"
+                " used and the next call may cost "
+                f"${float(estimated_cost(self.model, need, reserve)):.6f}"
                 " (estimated) — raise max_cost or narrow the task",
             )
         return None
 
     def forecast(self, messages):
-        """(estimate, need): the next call's estimated input, and the input the budget reserves for it."""
+        """(estimate, need): the next call's estimated input, and the input the budget reserves for
+        it."""
         raw = estimate_messages(messages)
         if (
             not self.reported
@@ -251,14 +263,18 @@ class Budget(Guard):
         return result
 
     def meter_line(self):
-        """One line per turn for a watch callback: turn 2: tokens 412/2,000 | cost ... | tool calls 1/8"""
+        """One line per turn for a watch callback: turn 2: tokens 412/2,000 | cost ... | tool calls
+        1/8"""
         tokens = f"{self.tokens:,}" + (
             f"/{self.max_tokens:,}" if self.max_tokens is not None else ""
         )
         cost = f"${float(self.cost):.6f}" + (
             f"/${self.max_cost:.6f}" if self.max_cost is not None else ""
         )
-        return f"turn {self.turns}: tokens {tokens} | cost {cost} | tool calls {self.calls}/{self.max_calls}"
+        return (
+            f"turn {self.turns}: tokens {tokens} | cost {cost} | tool calls "
+            f"{self.calls}/{self.max_calls}"
+        )
 
     def meter(self):
         """The whole meter, used / limit with a bar, and where the prices come from."""
@@ -285,8 +301,11 @@ class Budget(Guard):
             f"{name:<10} {used:>10} / {limit:<10} {_bar(u, lim) if lim is not None else ''}"
             for name, used, limit, u, lim in rows
         ]
+        counted = (
+            "estimated (not counted by a server)" if self.estimated else "reported by the server"
+        )
         lines.append(
-            f"tokens {'estimated (not counted by a server)' if self.estimated else 'reported by the server'}"
+            f"tokens {counted}"
             f"; cost is an ESTIMATE: {self.model} at "
             + (
                 f"${price[0]:.2f} in / ${price[1]:.2f} out per "

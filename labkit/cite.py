@@ -66,7 +66,8 @@ class Context:
 
 
 def evidence_block(chunk):
-    """One chunk as an untrusted, labelled block. Example: evidence_block(chunk).startswith("<evidence")"""
+    """One chunk as an untrusted, labelled block.
+    Example: evidence_block(chunk).startswith("<evidence")"""
     body = re.sub(
         r"(?i)</\s*evidence", "&lt;/evidence", chunk.text
     )  # subtle: text cannot close its own block,
@@ -175,7 +176,8 @@ def parse_answer(text):
 def validate_answer(answer, known_ids):
     """Problems with an answer's citations, one line each; [] when every claim cites known ids.
 
-    Example: validate_answer(Answer("answered", [Claim("x", [])]), {"a#1"})  ->  ["claim 1 cites no source ..."]
+    Example: validate_answer(Answer("answered", [Claim("x", [])]), {"a#1"})
+             ->  ["claim 1 cites no source ..."]
     """
     known, problems = set(known_ids), []
     if answer.status == "answered" and not answer.claims:
@@ -234,10 +236,14 @@ class CitationReport:
         return (self.supported + self.unsupported) / self.citations if self.citations else None
 
     def __str__(self):
-        show = lambda x: "n/a" if x is None else f"{x:.2f}"
+        def show(x):
+            return "n/a" if x is None else f"{x:.2f}"
+
         return (
-            f"claims {self.claims}, citations {self.citations}: completeness {show(self.completeness)}, "
-            f"support precision {show(self.support_precision)}, decidable {show(self.decidable_rate)}, "
+            f"claims {self.claims}, citations {self.citations}: completeness "
+            f"{show(self.completeness)}, "
+            f"support precision {show(self.support_precision)}, decidable "
+            f"{show(self.decidable_rate)}, "
             f"unknown ids {self.unknown or 'none'}"
         )
 
@@ -269,7 +275,8 @@ def citation_report(answer, sources, judge=supports):
 
 
 def sources_read(messages):
-    """The source ids whose full text the tools returned (get_document results in the history), once each.
+    """The source ids whose full text the tools returned (get_document results in the history), once
+    each.
 
     Only a successful result whose data has both a text and a source_id counts: search previews
     do not, nor do other tools' documents (read_doc returns a name, not a source_id).
@@ -291,7 +298,8 @@ def sources_read(messages):
 
 
 def best_sentence(question, text):
-    """The sentence of `text` sharing the most distinct words with the question (earliest on a tie)."""
+    """The sentence of `text` sharing the most distinct words with the question (earliest on a
+    tie)."""
     prose = " ".join(
         line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")
     )
@@ -315,5 +323,6 @@ def extractive_answer(question, hits, answerable):
     return Answer(
         "answered",
         [Claim(best_sentence(question, chunk.text), [chunk.source_id])],
-        f"extractive: a sentence quoted from {chunk.source_id} (whitespace joined); no model wrote it",
+        f"extractive: a sentence quoted from {chunk.source_id} (whitespace joined); no model wrote "
+        "it",
     )

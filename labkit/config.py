@@ -1,4 +1,4 @@
-"""Settings, the offline/live switch, key hygiene, the data folders, and the doctor.
+"""Settings, the offline/live switch, key hygiene and the data folders.
 
 Built in 01_setup. Settings come from the shell and from a `.env` file (the shell wins); each is
 checked as it is loaded, and a problem names the variable, where it was set and the fix.
@@ -14,17 +14,15 @@ import io
 import math
 import os
 import re
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
-from importlib import metadata
 from pathlib import Path
 
 from dotenv import dotenv_values, find_dotenv
 from dotenv.parser import parse_stream
 
-from .errors import UserError, explain
+from .errors import UserError
 
 DEFAULT_MODEL = "gpt-5-mini"  # the one default; override with OPENAI_MODEL
 OFFICIAL_BASE_URL = "https://api.openai.com/v1"
@@ -435,92 +433,3 @@ def redact(text, secrets=()):
     text = pattern.sub("[redacted]", text) if pattern else text
     text = _URL_CREDENTIALS.sub(r"\1***@", text)
     return _KEYLIKE.sub(lambda m: "sk-***" if m.group(1) else m.group(2) + "[redacted]", text)
-
-
-def _package_report():
-    """Compare installed versions with requirements-lock.txt; return one line."""
-    lock = REPO_ROOT / "requirements-lock.txt"
-    if not lock.is_file():
-        return "lock file not found (labkit was installed outside its repository)"
-    wrong = []
-    for line in lock.read_text().splitlines():
-        name, sep, pinned = line.partition("==")
-        if not sep or line.startswith("#"):
-            continue
-        try:
-            installed = metadata.version(name.strip())
-        except metadata.PackageNotFoundError:
-            wrong.append(f"{name} missing")
-            continue
-        if installed.split("+")[0] != pinned.strip():
-            wrong.append(f"{name} {installed} (lock: {pinned.strip()})")
-    if not wrong:
-        return "match requirements-lock.txt  ok"
-    return f"{len(wrong)} differ from the lock: {', '.join(wrong[:4])} — run: make clean-venv lab"
-
-
-def doctor(environ=None):
-    """Print a health report: Python, packages, mode, .env, key (never its value), model, endpoint.
-
-    Returns whether labkit can run as configured; when it cannot, a "problem" line says why.
-    Example: labkit.doctor()   # run it first when something does not work
-    """
-    version = ".".join(map(str, sys.version_info[:3]))
-    py_ok = sys.version_info >= (3, 11)
-    lines = [
-        "labkit doctor",
-        f"  python      {version}  {'ok' if py_ok else 'too old: labkit needs 3.11 or newer'}",
-        f"  packages    {_package_report()}",
-    ]
-    problems = (
-        []
-        if py_ok
-        else [
-            f"python {version} is too old — install Python 3.11+ and run: "
-            "make clean-venv lab PY=python3.11"
-        ]
-    )
-    try:
-        s = load_settings(environ=environ)
-    except UserError as exc:
-        s, problems = None, [*problems, explain(exc)]
-    if s is not None:
-        bad_key = s.key_problem()
-        if s.api_key is None:  # truthful: never "present" for a key that is not set
-            key_line = (
-                f"{s.key_name} not set ("
-                + (
-                    "needed only for live mode"
-                    if s.official
-                    else "a local server usually needs none"
-                )
-                + ")"
-            )
-        elif bad_key:
-            key_line = f"{s.key_name} present but malformed: {bad_key}"
-        else:
-            key_line = (
-                f"{s.key_name} present and well-formed, set in {s.key_source} (value never shown)"
-            )
-        endpoint = (
-            "official OpenAI endpoint"
-            if s.official
-            else f"LABKIT_BASE_URL (not OpenAI): {shown_url(s.base_url)}, API: {s.api}"
-        )
-        lines += [
-            f"  mode        {s.mode}",
-            f"  .env        {s.env_file or s.env_note}",
-            f"  key         {key_line}",
-            f"  model       {s.model}",
-            f"  endpoint    {endpoint}",
-        ]
-        if s.ignored:
-            lines.append(
-                f"  ignored     {', '.join(s.ignored)} (labkit never sends your key to "
-                "it; use LABKIT_BASE_URL + LABKIT_API to opt in)"
-            )
-        if s.mode == "live" and bad_key:
-            problems.append(f"live mode cannot start: {bad_key}")
-    lines += [f"  problem     {problem}" for problem in problems]
-    print("\n".join(lines))
-    return not problems

@@ -138,7 +138,7 @@ class OpenAIEmbedder:
             # float, not the SDK's default base64: local OpenAI-compatible servers understand it
             batch = list(texts[first : first + self.batch_size])
             response = call_service(
-                lambda: self._client.embeddings.create(
+                lambda batch=batch: self._client.embeddings.create(
                     model=self.name, encoding_format="float", input=batch
                 ),
                 self.name,
@@ -157,7 +157,8 @@ class OpenAIEmbedder:
 
 
 def cache_key(identity, texts):
-    """A digest of the model identity and every text, in order. Example: cache_key("m", ["a"])[:8]"""
+    """A digest of the model identity and every text, in order.
+    Example: cache_key("m", ["a"])[:8]"""
     digest = hashlib.sha256(identity.encode())
     for text in texts:  # length-prefixed: ["ab"] != ["a", "b"]
         data = text.encode()
@@ -196,7 +197,8 @@ def _write_atomic(path, vectors):
 
 
 def embed_cached(embedder, texts, cache_dir=CACHE_DIR):
-    """Vectors for `texts`, from the cache when intact; returns (vectors, "loaded"|"built"|"rebuilt").
+    """Vectors for `texts`, from the cache when intact; returns (vectors,
+    "loaded"|"built"|"rebuilt").
 
     Example: vectors, status = embed_cached(MiniLM(), [c.text for c in chunks], tmp_dir)
     """
@@ -225,7 +227,8 @@ def cosine_top_k(query, vectors, k):
     """Exact cosine top-k: [(row, similarity), ...] best first, ties by row; a zero vector scores 0.
 
     A 2-D `query` (several queries) gives one list per query.
-    Example: cosine_top_k(torch.tensor([1., 0.]), torch.tensor([[0., 1.], [2., 0.]]), 1)  ->  [(1, 1.0)]
+    Example: cosine_top_k(torch.tensor([1., 0.]), torch.tensor([[0., 1.], [2., 0.]]), 1)
+             ->  [(1, 1.0)]
     """
     matrix = _as_matrix(vectors, "the vectors")
     single = torch.as_tensor(query).ndim == 1
@@ -242,8 +245,8 @@ def cosine_top_k(query, vectors, k):
     )  # stable: ties by row
     k = max(0, min(k, matrix.shape[0]))
     results = [
-        list(zip(rows, scores))
-        for rows, scores in zip(order[:, :k].tolist(), values[:, :k].tolist())
+        list(zip(rows, scores, strict=True))
+        for rows, scores in zip(order[:, :k].tolist(), values[:, :k].tolist(), strict=True)
     ]
     return results[0] if single else results
 

@@ -3,10 +3,14 @@
 Built in 01_setup. The name of an error tells the reader who has to act:
 
     LabkitError               anything labkit raises on purpose
-    ├── UserError             the caller (you) misused labkit or misconfigured it: fix your code or .env
-    ├── ServiceError          the model service failed or could not be reached: wait, retry, check the URL
-    ├── ModelBehaviorError    the model produced output labkit cannot use: feed it back as an observation
-    ├── ToolError             a tool failed while running: the loop turns it into a result the model reads
+    ├── UserError             the caller (you) misused labkit or misconfigured it: fix your code or
+    .env
+    ├── ServiceError          the model service failed or could not be reached: wait, retry, check
+    the URL
+    ├── ModelBehaviorError    the model produced output labkit cannot use: feed it back as an
+    observation
+    ├── ToolError             a tool failed while running: the loop turns it into a result the model
+    reads
     └── GuardrailTripped      a guardrail stopped the run (repeat, permission, injection, ...)
 
 `explain(error)` turns any failure into "what happened — what to do"; `call_service` turns an SDK

@@ -15,7 +15,8 @@ import numpy as np
 
 from .config import DOCS_DIR, EVALS_DIR
 from .errors import ToolError, UserError
-from .guardrails import detect_injection, json_strings, run_guarded
+from .guardrails import run_guarded
+from .injection import detect_injection, json_strings
 from .loop import run
 from .models import ScriptedModel, call, incomplete, raw_call, say, turn
 from .schema import ArgumentError, parse_arguments
@@ -34,7 +35,8 @@ def exchange_rate(currency: str) -> dict:
     Args:
         currency: a three-letter currency code, e.g. "JPY"
     """
-    # A deliberate bug for the lesson: an unknown code raises KeyError instead of a helpful ToolError.
+    # A deliberate bug for the lesson: an unknown code raises KeyError instead of a helpful
+    # ToolError.
     return {
         "currency": currency,
         "per_euro": RATES[currency.upper()],
@@ -135,7 +137,10 @@ class Report:
         }
 
     def __repr__(self):
-        head = f"{'scenario':<24} {'status':<17} {'turns':>5} {'calls':>5} {'failed':>6} {'tokens':>6}  success"
+        head = (
+            f"{'scenario':<24} {'status':<17} {'turns':>5} {'calls':>5} {'failed':>6} "
+            f"{'tokens':>6}  success"
+        )
         lines = [head] + [
             f"{name:<24} {r.status:<17} {r.turns:>5} {r.tool_calls:>5} {r.tool_failures:>6} "
             f"{r.usage.total_tokens:>6}  {'yes' if ok else 'no'}"
@@ -154,7 +159,8 @@ class Report:
 def evaluate_scenarios(scenarios, model_for=None):
     """Run every scenario and score it. model_for(scenario) picks the model (default: its script).
 
-    Example: evaluate_scenarios(load_scenarios())   # offline; model_for=lambda s: connect(script=s.script) for live
+    Example: evaluate_scenarios(load_scenarios())   # offline; model_for=lambda s:
+    connect(script=s.script) for live
     """
     rows = []
     for scenario in scenarios:
@@ -163,7 +169,8 @@ def evaluate_scenarios(scenarios, model_for=None):
     return Report(rows)
 
 
-# ---------------------------------------------------------------- 05_guardrails: workspace and attacks
+# ---------------------------------------------------------------- 05_guardrails: workspace and
+# attacks
 
 INJECTIONS = EVALS_DIR / "injections.json"
 EXFILTRATION = EVALS_DIR / "exfiltration.json"
@@ -199,7 +206,8 @@ class Workspace:
 
         @tool(risk="medium")
         def save_note(title: str, text: str) -> dict:
-            """Save a note; a note with the same title is replaced (the old text is kept in its history)."""
+            """Save a note; a note with the same title is replaced (the old text is kept in its
+            history)."""
             self.ran.append(("save_note", {"title": title, "text": text}))
             self.notes.setdefault(title, []).append(text)
             return {"saved": title, "versions": len(self.notes[title])}
@@ -228,12 +236,14 @@ class Workspace:
 
 
 def load_injections(path=INJECTIONS):
-    """The labelled set: {"attacks": [{id, lang, category, text, wants}, ...], "benign": [{id, lang, text}, ...]}."""
+    """The labelled set: {"attacks": [{id, lang, category, text, wants}, ...], "benign": [{id, lang,
+    text}, ...]}."""
     return json.loads(path.read_text(encoding="utf-8"))
 
 
 def shown_text(messages):
-    """Everything a model was shown, with JSON tool results decoded (so quotes and newlines read as written)."""
+    """Everything a model was shown, with JSON tool results decoded (so quotes and newlines read as
+    written)."""
     parts = []
     for m in messages:
         try:
@@ -270,7 +280,8 @@ class Trial:
 
 
 def _wanted_call(messages, wants):
-    """(attempted, refused): whether the model made the wanted call, and the error kind its result carried."""
+    """(attempted, refused): whether the model made the wanted call, and the error kind its result
+    carried."""
     for m in messages:
         for c in m.tool_calls if m.role == "assistant" else ():
             try:
@@ -378,7 +389,8 @@ def score_detector(attacks, benign, detector=detect_injection):
 
 
 def load_queries(path=EVALS_DIR / "rag_queries.jsonl"):
-    """The frozen query set: [{"id", "query", "expected": [source_id, ...], "kind"}]; [] = no answer."""
+    """The frozen query set: [{"id", "query", "expected": [source_id, ...], "kind"}]; [] = no
+    answer."""
     return [
         json.loads(line)
         for line in Path(path).read_text(encoding="utf-8").splitlines()
@@ -402,7 +414,8 @@ def rank_metrics(ranked, relevant, k=5):
 def evaluate_retrieval(library, queries, method, k=5):
     """Mean Recall@k, MRR and nDCG@10 over answerable queries; refusal accuracy over all of them.
 
-    Example: evaluate_retrieval(library, load_queries(), "bm25")  ->  {"recall": 0.9, "mrr": ..., ...}
+    Example: evaluate_retrieval(library, load_queries(), "bm25")
+             ->  {"recall": 0.9, "mrr": ..., ...}
     """
     rows, correct = [], 0
     for q in queries:
@@ -410,7 +423,7 @@ def evaluate_retrieval(library, queries, method, k=5):
         correct += library.answerable(hits) == bool(q["expected"])
         if q["expected"]:
             rows.append(rank_metrics([h.chunk.source_id for h in hits], q["expected"], k))
-    recall, mrr, ndcg = (float(np.mean(column)) for column in zip(*rows))
+    recall, mrr, ndcg = (float(np.mean(column)) for column in zip(*rows, strict=True))
     return {
         "method": method,
         f"recall@{k}": recall,
@@ -421,7 +434,8 @@ def evaluate_retrieval(library, queries, method, k=5):
 
 
 def eval_table(library, queries, methods=("bm25", "dense", "hybrid"), k=5):
-    """One line per method: Recall@k, MRR, nDCG@10, refusal accuracy. Example: print(eval_table(lib, qs))"""
+    """One line per method: Recall@k, MRR, nDCG@10, refusal accuracy.
+    Example: print(eval_table(lib, qs))"""
     lines = [f"{'method':<8}{f'recall@{k}':>10}{'MRR':>7}{'nDCG@10':>9}{'refusal acc':>13}"]
     for method in methods:
         r = evaluate_retrieval(library, queries, method, k)

@@ -1,4 +1,5 @@
-"""The agent loop: call the model, run the tools it asks for, repeat until it answers or a limit stops it.
+"""The agent loop: call the model, run the tools it asks for, repeat until it answers or a limit
+stops it.
 
 Built in 04_loop. `run()` is the loop (its steps are numbered in its docstring) and returns a
 RunResult with one stop reason and a trace. A Guard is the seam later stages plug into; its
@@ -49,7 +50,8 @@ NEXT_STEPS = {  # what a person can do next, per stop reason
 
 @dataclass(frozen=True)
 class Decision:
-    """What a guard decided: "allow", "refuse" (the call is not run; the model reads why) or "stop"."""
+    """What a guard decided: "allow", "refuse" (the call is not run; the model reads why) or
+    "stop"."""
 
     action: str  # "allow" | "refuse" | "stop"
     reason: str = ""  # stop: a stop reason from STOP_REASONS; refuse: the error kind
@@ -108,7 +110,8 @@ class RunResult:
 
 
 def next_action(reply: Reply) -> str:
-    """What the loop does with a reply: "model_incomplete", "run_tools", "empty_output" or "completed".
+    """What the loop does with a reply: "model_incomplete", "run_tools", "empty_output" or
+    "completed".
 
     Example: next_action(Reply("", [ToolCall("call_1", "calculate", "{}")]))  ->  "run_tools"
     """
@@ -250,7 +253,8 @@ def run(
        append it paired by call_id. A permission_denied result stops the run.
     6. Go back to 2.
     Every stop answers the calls still pending with a "not_run" result, so the history stays paired.
-    Example: run("Weather in Paris?", ScriptedModel([call("get_weather", city="Paris"), say("14 °C")]),
+    Example: run("Weather in Paris?", ScriptedModel([call("get_weather", city="Paris"), say("14
+    °C")]),
                  [get_weather]).status  ->  "completed"
     """
     started = clock()

@@ -5,9 +5,11 @@ keeps every replaced value in a history table, resolves a conflicting statement 
 wins and says so, and never returns expired items or another tenant's items. `recall` ranks by
 (relevance x recency) x (0.8 + 0.4 x importance), relevance = IDF-weighted keyword overlap.
 `WorkingMemory` is the in-process scratchpad; `consolidate` promotes what matters. The command line
-is `python -m labkit memory set|list|delete|export` (labkit/__main__.py). Notes for long tasks live in labkit/notes.py.
+is `python -m labkit memory set|list|delete|export` (labkit/__main__.py). Notes for long tasks live
+in labkit/notes.py.
 Deliberately left out: embeddings (06_rag), stemming, encryption at rest, spotting contradictions in
-free text (a model's job; here the id names what a memory is about), power-loss durability (FULL sync).
+free text (a model's job; here the id names what a memory is about), power-loss durability (FULL
+sync).
 """
 
 import heapq
@@ -182,7 +184,8 @@ def record_problems(record):
 
 
 def tokens(text):
-    """The keywords of a text: lower-cased words, minus stopwords. Example: tokens("I like Tea")  ->  ["like", "tea"]"""
+    """The keywords of a text: lower-cased words, minus stopwords. Example: tokens("I like Tea")
+    ->  ["like", "tea"]"""
     return [w for w in re.findall(r"\w+", text.casefold()) if len(w) > 1 and w not in STOPWORDS]
 
 
@@ -215,7 +218,8 @@ def resolve(old, new_source, new_content, now):
     if old.source == "user" and new_source != "user":
         return (
             "kept",
-            f"the user said it; this came from the {new_source} — ask the user to confirm the change",
+            f"the user said it; this came from the {new_source} — ask the user to confirm the "
+            "change",
         )
     return "replaced", "newer statement wins; the old value is in history"
 
@@ -223,18 +227,22 @@ def resolve(old, new_source, new_content, now):
 # ---------------------------------------------------------------- the store
 
 SCHEMA = """
-CREATE TABLE IF NOT EXISTS memories (key INTEGER PRIMARY KEY, tenant TEXT NOT NULL, id TEXT NOT NULL,
+CREATE TABLE IF NOT EXISTS memories (key INTEGER PRIMARY KEY, tenant TEXT NOT NULL, id TEXT NOT
+NULL,
   kind TEXT NOT NULL, content TEXT NOT NULL, source TEXT NOT NULL, confidence REAL NOT NULL,
-  importance REAL NOT NULL, created_at REAL NOT NULL, updated_at REAL NOT NULL, expires_at REAL NOT NULL,
+  importance REAL NOT NULL, created_at REAL NOT NULL, updated_at REAL NOT NULL, expires_at REAL NOT
+  NULL,
   UNIQUE (tenant, id));
 CREATE INDEX IF NOT EXISTS memories_expiry ON memories (expires_at);
 CREATE INDEX IF NOT EXISTS memories_tenant ON memories (tenant, expires_at);
 CREATE TABLE IF NOT EXISTS history (seq INTEGER PRIMARY KEY,
-  key INTEGER NOT NULL REFERENCES memories (key) ON DELETE CASCADE, kind TEXT, content TEXT, source TEXT,
+  key INTEGER NOT NULL REFERENCES memories (key) ON DELETE CASCADE, kind TEXT, content TEXT, source
+  TEXT,
   confidence REAL, importance REAL, updated_at REAL, replaced_at REAL);
 CREATE INDEX IF NOT EXISTS history_key ON history (key);
 CREATE TABLE IF NOT EXISTS terms (tenant TEXT NOT NULL, term TEXT NOT NULL,
-  key INTEGER NOT NULL REFERENCES memories (key) ON DELETE CASCADE, PRIMARY KEY (tenant, term, key)) WITHOUT ROWID;
+  key INTEGER NOT NULL REFERENCES memories (key) ON DELETE CASCADE, PRIMARY KEY (tenant, term, key))
+  WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS terms_key ON terms (key)
 """
 _COLUMNS = (
@@ -271,7 +279,8 @@ class MemoryStore:
 
     Writes run in BEGIN IMMEDIATE with a busy timeout and a bounded retry; WAL lets readers go on.
     The file's folder must exist: it is never created, so a typo cannot start an empty store.
-    Example: store = MemoryStore(":memory:"); store.write("ana", "Prefers metric units", id="units", confirmed=True)
+    Example: store = MemoryStore(":memory:"); store.write("ana", "Prefers metric units", id="units",
+    confirmed=True)
     """
 
     def __init__(
@@ -374,11 +383,13 @@ class MemoryStore:
         importance=0.5,
         ttl_days=90,
     ):
-        """Store one memory the user confirmed; the same id replaces the old value (kept in history).
+        """Store one memory the user confirmed; the same id replaces the old value (kept in
+        history).
 
         id=None (the default) lets the store name the slot ("m1", "m2", ...); a blank id is refused.
 
-        Example: store.write("ana", "Prefers metric units", id="units", confirmed=True).status  ->  "created"
+        Example: store.write("ana", "Prefers metric units", id="units", confirmed=True).status
+                 ->  "created"
         """
         return self.write_many(
             [
@@ -397,7 +408,8 @@ class MemoryStore:
         )[0]
 
     def write_many(self, records):
-        """Store several records in one transaction (all or none). Example: store.write_many([{...}, {...}])"""
+        """Store several records in one transaction (all or none).
+        Example: store.write_many([{...}, {...}])"""
         records = [
             dict(
                 {
@@ -454,7 +466,8 @@ class MemoryStore:
             key, previous = old
             if status == "replaced":
                 db.execute(
-                    "INSERT INTO history (key, kind, content, source, confidence, importance, updated_at, "
+                    "INSERT INTO history (key, kind, content, source, confidence, importance, "
+                    "updated_at, "
                     "replaced_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         key,
@@ -515,7 +528,8 @@ class MemoryStore:
         return found and found[1]
 
     def list(self, tenant, kind=None):
-        """Every live memory of a tenant, oldest first. Example: [m.id for m in store.list("ana")]"""
+        """Every live memory of a tenant, oldest first.
+        Example: [m.id for m in store.list("ana")]"""
         tenant = _tenant(tenant)
         rows = self.db.execute(
             f"SELECT {_COLUMNS} FROM memories WHERE tenant = ? AND expires_at > ? "
@@ -533,7 +547,8 @@ class MemoryStore:
         ).fetchone()[0]
 
     def history(self, tenant, id):
-        """The values this memory had before, oldest first. Example: store.history("ana", "units")"""
+        """The values this memory had before, oldest first.
+        Example: store.history("ana", "units")"""
         tenant, id = _tenant(tenant), _memory_id(id)
         rows = self.db.execute(
             "SELECT h.kind, h.content, h.source, h.confidence, h.importance, h.updated_at, "
@@ -550,12 +565,13 @@ class MemoryStore:
             "updated_at",
             "replaced_at",
         )
-        return [dict(zip(names, row)) for row in rows]
+        return [dict(zip(names, row, strict=True)) for row in rows]
 
     def recall(self, tenant, query, limit=5, half_life_days=HALF_LIFE_DAYS):
         """The memories most worth showing for a query, best first, with why they scored.
 
-        Example: [h.memory.content for h in store.recall("ana", "which units?")]  ->  ["Prefers metric units"]
+        Example: [h.memory.content for h in store.recall("ana", "which units?")]
+                 ->  ["Prefers metric units"]
         """
         tenant = _tenant(tenant)
         if not isinstance(query, str):
@@ -646,7 +662,8 @@ class MemoryStore:
         keep=None,
         half_life_days=HALF_LIFE_DAYS,
     ):
-        """Delete by importance, by age, or down to `keep` memories (lowest priority first); returns the ids.
+        """Delete by importance, by age, or down to `keep` memories (lowest priority first); returns
+        the ids.
 
         Example: store.forget("ana", keep=100)   # priority = recency x (0.8 + 0.4 x importance)
         """
@@ -683,7 +700,8 @@ class MemoryStore:
         return self._write(work)
 
     def export(self, tenant):
-        """Everything stored about a tenant, with history, as JSON-able data. Example: store.export("ana")"""
+        """Everything stored about a tenant, with history, as JSON-able data.
+        Example: store.export("ana")"""
         tenant = _tenant(tenant)
         self._write(lambda db: self._purge(db, self.clock()))
         memories = []
@@ -716,20 +734,23 @@ class WorkingMemory:
     """What the agent holds during one session, in process: a TTL and a capacity bound it.
 
     When full, the item with the lowest priority leaves: lowest importance, then the oldest.
-    Example: wm = WorkingMemory(capacity=3, clock=clock); wm.add("Draft is due Friday", importance=0.8)
+    Example: wm = WorkingMemory(capacity=3, clock=clock); wm.add("Draft is due Friday",
+    importance=0.8)
     """
 
     def __init__(self, capacity=20, ttl_seconds=3600.0, clock=time.time):
         if not isinstance(capacity, int) or capacity < 1 or ttl_seconds <= 0:
             raise UserError(
-                "WorkingMemory needs capacity >= 1 and ttl_seconds > 0 — e.g. WorkingMemory(20, 3600)"
+                "WorkingMemory needs capacity >= 1 and ttl_seconds > 0 — e.g. WorkingMemory(20, "
+                "3600)"
             )
         self.capacity, self.ttl_seconds, self.clock = capacity, ttl_seconds, clock
         self.evicted = []  # every item pushed out by capacity, in order
         self._items, self._ids = {}, count(1)
 
     def add(self, content, *, kind="note", importance=0.5, confirmed=False):
-        """Hold one item; may push out the lowest-priority one. Example: wm.add("Uses Oxford commas")"""
+        """Hold one item; may push out the lowest-priority one.
+        Example: wm.add("Uses Oxford commas")"""
         if (
             not isinstance(content, str)
             or not content.strip()
@@ -809,10 +830,14 @@ class WorkingMemory:
 def memory_tools(store, tenant, confirm=None, limit=5):
     """The `remember` and `recall` tools of one tenant. Only the person confirms, never the model.
 
-    `remember` asks `confirm(question)` (the person, through your app) before it writes, naming the old
-    value when the id holds one ("Replace 'A' with 'B'?"); with no confirm, or any answer but yes, nothing
-    changes and the model is told why (error "not_confirmed", or "kept" when the old value stays). The
-    words are stored as the assistant's; a yes to replacing the person's own words makes the new words
+    `remember` asks `confirm(question)` (the person, through your app) before it writes, naming the
+    old
+    value when the id holds one ("Replace 'A' with 'B'?"); with no confirm, or any answer but yes,
+    nothing
+    changes and the model is told why (error "not_confirmed", or "kept" when the old value stays).
+    The
+    words are stored as the assistant's; a yes to replacing the person's own words makes the new
+    words
     theirs (source "user"). The model has no `confirmed` argument to set, so no text it read (a tool
     result saying "remember that ...") can confirm.
     Example: remember, recall = memory_tools(store, "ana", confirm=input)
@@ -846,7 +871,8 @@ def memory_tools(store, tenant, confirm=None, limit=5):
         if not approved(confirm(question) if confirm else None):
             if replacing and confirm:
                 raise ToolError(
-                    f"not replaced: the user kept {old.content!r} — go on with that value and do not "
+                    f"not replaced: the user kept {old.content!r} — go on with that value and do "
+                    "not "
                     "ask again unless the user brings it up",
                     "kept",
                 )
@@ -855,11 +881,13 @@ def memory_tools(store, tenant, confirm=None, limit=5):
                 "to keep; they are asked before anything is stored",
                 "not_confirmed",
             )
-        # subtle: the words are the model's ("assistant"); only when the person chose them over their own
+        # subtle: the words are the model's ("assistant"); only when the person chose them over
+        # their own
         # words are they the person's statement ("user"), protected like the value they replace
         if replacing and old.source == "user":
             record["source"] = "user"
-        # subtle: no lock is held while the person answers; a write by another process in that gap is
+        # subtle: no lock is held while the person answers; a write by another process in that gap
+        # is
         # judged by resolve() like any other
         result = store.write_many([record])[0]
         if result.status == "kept":  # e.g. the stored value is newer: the write changed nothing
@@ -892,7 +920,8 @@ def memory_tools(store, tenant, confirm=None, limit=5):
         Tool(
             "remember",
             "Save one thing about the user for future conversations: only what the user told "
-            "you and wants kept. The user is asked to confirm first. The same id replaces the old value.",
+            "you and wants kept. The user is asked to confirm first. The same id replaces the old "
+            "value.",
             {
                 "type": "object",
                 "additionalProperties": False,

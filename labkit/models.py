@@ -131,7 +131,8 @@ def user(text):
 
 
 def tool_message(call, content):
-    """The output of one tool call, paired with it by id. Example: tool_message(call, '{"ok": true}')"""
+    """The output of one tool call, paired with it by id.
+    Example: tool_message(call, '{"ok": true}')"""
     return Message("tool", content, tool_call_id=call.id)
 
 
@@ -240,12 +241,14 @@ def raw_call(name, arguments):
 
 
 def turn(*steps):
-    """Several steps said in one turn (text plus parallel calls). Example: turn(say("Checking."), call(...))"""
+    """Several steps said in one turn (text plus parallel calls).
+    Example: turn(say("Checking."), call(...))"""
     return Step(" ".join(s.text for s in steps if s.text), sum((s.calls for s in steps), ()))
 
 
 def incomplete(text="", reason="max_output_tokens"):
-    """A reply the server cut short. Example: incomplete("The weather in Par", "max_output_tokens")"""
+    """A reply the server cut short.
+    Example: incomplete("The weather in Par", "max_output_tokens")"""
     return Step(text=text, status="incomplete", incomplete_reason=reason)
 
 
@@ -312,7 +315,8 @@ class ScriptedModel:
         return Reply(text, calls, usage, status, reason)
 
     def _capped(self, step, cap):
-        """(text, calls, status, reason) as a server with max_output_tokens returns them: text cut to fit,
+        """(text, calls, status, reason) as a server with max_output_tokens returns them: text cut
+        to fit,
         then only the calls that fit whole, and status "incomplete" when anything was cut."""
         calls = step.calls
         if cap is None or estimate_tokens(step.text + _said(calls)) <= cap:

@@ -4,7 +4,8 @@ Built in 03_memory. A task that outlives one context window needs its state writ
 stands (task_state), what was decided (conclusion), what is in the way (blocker), what comes next
 (action) and where things are (reference). `NoteBook(folder)` creates, reads, updates, searches and
 lists notes; INDEX.md is the one short file a person or a model reads first. A file is named
-"<id>-<slug of the title>.md", so no title can leave the folder or hit a reserved name. Ids come from
+"<id>-<slug of the title>.md", so no title can leave the folder or hit a reserved name. Ids come
+from
 a counter kept in .next_id and are never reused, so "n2" never comes to mean a different note.
 Deliberately left out: locking between processes (one writer per folder), links between notes,
 attachments, history of edits (use git), ranking beyond keyword overlap.
@@ -44,7 +45,8 @@ class Note:
 
 
 def slug(title, limit=60):
-    """A safe file-name part: ASCII letters, digits and dashes. Example: slug("../Über Plan!")  ->  "uber-plan" """
+    """A safe file-name part: ASCII letters, digits and dashes. Example: slug("../Über Plan!")
+    ->  "uber-plan" """
     ascii_text = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode().lower()
     return "-".join(re.findall(r"[a-z0-9]+", ascii_text))[:limit].strip("-") or "untitled"
 
@@ -69,7 +71,8 @@ def _body(body):
 
 
 class NoteBook:
-    """A folder of notes for one long task. Example: book = NoteBook("notes"); book.create("Plan", "Step 1 ...")"""
+    """A folder of notes for one long task.
+    Example: book = NoteBook("notes"); book.create("Plan", "Step 1 ...")"""
 
     def __init__(self, folder, clock=time.time):
         self.folder, self.clock = Path(folder), clock
@@ -149,7 +152,8 @@ class NoteBook:
     def _next_number(self):
         """The next id's number: the counter's, but never at or below a note on disk.
 
-        Without .next_id (a folder from before it, or a deleted counter) numbering goes on after the newest note.
+        Without .next_id (a folder from before it, or a deleted counter) numbering goes on after the
+        newest note.
         """
         files = self._files()
         after_files = int(_NAME.fullmatch(files[-1].name).group(1)[1:]) + 1 if files else 1
@@ -165,10 +169,12 @@ class NoteBook:
         return max(int(found.group(1)), after_files)
 
     def create(self, title, body="", type="task_state", tags=()):
-        """Write a new note; its id was never used before. Example: book.create("Migrate billing DB", tags=["db"])"""
+        """Write a new note; its id was never used before.
+        Example: book.create("Migrate billing DB", tags=["db"])"""
         title, tags, body = *_clean(title, type, tags), _body(body)  # before the counter moves
         number = self._next_number()
-        # subtle: count on before the note is written; a crash in between skips an id, never reuses one
+        # subtle: count on before the note is written; a crash in between skips an id, never reuses
+        # one
         temporary = self.folder / (COUNTER + ".tmp")
         temporary.write_text(f"n{number + 1}\n", encoding="utf-8")
         os.replace(temporary, self.folder / COUNTER)
@@ -180,7 +186,8 @@ class NoteBook:
         return self._load(self._path(id))
 
     def update(self, id, *, title=None, body=None, type=None, tags=None):
-        """Change a note's fields; the rest stay. Example: book.update("n1", body="Copied 5 of 5 tables")"""
+        """Change a note's fields; the rest stay.
+        Example: book.update("n1", body="Copied 5 of 5 tables")"""
         path = self._path(id)
         note = self._load(path)
         note.title, note.tags = _clean(
@@ -199,7 +206,8 @@ class NoteBook:
         self._write_index()
 
     def list(self, type=None, tag=None):
-        """Every note, in id order, optionally of one type or with one tag. Example: book.list(type="blocker")"""
+        """Every note, in id order, optionally of one type or with one tag.
+        Example: book.list(type="blocker")"""
         notes = [self._load(p) for p in self._files()]
         return [
             n
@@ -208,7 +216,8 @@ class NoteBook:
         ]
 
     def search(self, query, limit=5):
-        """Notes sharing keywords with the query, best first, as (relevance, note). Example: book.search("billing")"""
+        """Notes sharing keywords with the query, best first, as (relevance, note).
+        Example: book.search("billing")"""
         if not isinstance(query, str):
             raise UserError(
                 f"the query must be text, got {type(query).__name__} — search with "
@@ -223,13 +232,17 @@ class NoteBook:
         terms = [set(tokens(f"{n.title} {' '.join(n.tags)} {n.body}")) for n in notes]
         weight = {w: idf(sum(w in t for t in terms), len(notes)) for w in words}
         total = sum(weight.values())
-        scored = [(sum(weight[w] for w in words & t) / total, n) for n, t in zip(notes, terms)]
+        scored = [
+            (sum(weight[w] for w in words & t) / total, n)
+            for n, t in zip(notes, terms, strict=True)
+        ]
         scored = [pair for pair in scored if pair[0] > 0]
         return sorted(scored, key=lambda pair: (-pair[0], int(pair[1].id[1:])))[:limit]
 
     def _write_index(self):
         rows = [
-            f"| {n.id} | {n.type} | {clip(n.title.replace('|', '/'), 80)} | {', '.join(n.tags)} | {n.updated_at[:10]} "
+            f"| {n.id} | {n.type} | {clip(n.title.replace('|', '/'), 80)} | {', '.join(n.tags)} | "
+            f"{n.updated_at[:10]} "
             f"| [{n.file}]({n.file}) |"
             for n in self.list()
         ]

@@ -141,14 +141,16 @@ def run_react(
 
 # ---------------------------------------------------------------- plan-and-execute
 
-PLANNER_PROMPT = """Break the task into at most {max_steps} short steps, each doable with these tools:
+PLANNER_PROMPT = """Break the task into at most {max_steps} short steps, each doable with these
+tools:
 {tools}
 Reply with a numbered list of steps and nothing else. The last step answers the task."""
 EXECUTOR_PROMPT = "Task: {task}\nPlan: {plan}\nNow do step {number} of {total} only: {step}"
 
 
 def parse_plan(text, max_steps=5):
-    """The steps of a numbered (or bulleted) list. Example: parse_plan("1. a\\n2. b")  ->  ["a", "b"]"""
+    """The steps of a numbered (or bulleted) list. Example: parse_plan("1. a\\n2. b")
+    ->  ["a", "b"]"""
     steps = [s.strip() for s in re.findall(r"(?m)^\s*(?:\d+[.):]|[-*•])\s+(.+)$", text or "")]
     if not steps:
         raise ModelBehaviorError("the plan has no numbered steps — reply with '1. ...', '2. ...'")

@@ -122,7 +122,8 @@ class OperationStore:
                 f"cannot open the operation store {path} ({problem}) — check that its "
                 "folder exists and is writable"
             )
-        # subtle: under WAL, NORMAL may lose the last commits on power loss; FULL fsyncs every commit
+        # subtle: under WAL, NORMAL may lose the last commits on power loss; FULL fsyncs every
+        # commit
         self.db.execute(f"PRAGMA synchronous={synchronous}")
         self.db.execute(
             "CREATE TABLE IF NOT EXISTS operations (operation_id TEXT PRIMARY KEY, "
@@ -217,14 +218,17 @@ class ToolRuntime:
         self.failpoint = failpoint or (lambda point: None)  # the crash lab kills the process here
 
     def risk(self, name):
-        """The risk of a tool, or None when there is no such tool. Example: runtime.risk("refund")"""
+        """The risk of a tool, or None when there is no such tool.
+        Example: runtime.risk("refund")"""
         return self.tools.get(name).risk if isinstance(name, str) and name in self.tools else None
 
     def arguments_for(self, name, arguments):
-        """The arguments as the tool will receive them: parsed, validated, 30.0 -> 30 where the schema says integer.
+        """The arguments as the tool will receive them: parsed, validated, 30.0 -> 30 where the
+        schema says integer.
 
         `name` must be one of the runtime's tools; raises ArgumentError where dispatch would reject.
-        Example: runtime.arguments_for("refund", '{"order_id": "A-17", "amount": 30.0}')["amount"]  ->  30
+        Example: runtime.arguments_for("refund", '{"order_id": "A-17", "amount": 30.0}')["amount"]
+                 ->  30
         """
         parameters = self.tools.get(name).parameters
         arguments = parse_arguments(arguments) if isinstance(arguments, str) else arguments
@@ -292,7 +296,8 @@ class ToolRuntime:
 
     def _execute(self, tool, arguments, op):
         # subtle: a risk="low" tool only reads, so it has no side effect that could be unknown: its
-        # exceptions (and timeouts) are failures. This trusts the label: a tool that writes must never
+        # exceptions (and timeouts) are failures. This trusts the label: a tool that writes must
+        # never
         # be marked low, or a crash after its write would be recorded as "did not happen".
         reads_only = tool.risk == "low"
         try:
@@ -482,7 +487,8 @@ TERMINAL = ("done", "cancelled")
 class State:
     phase: str = "ready"  # ready | waiting | needs_reconcile | done | cancelled
     pending: str | None = None  # the operation_id awaited while waiting or needs_reconcile
-    results: tuple = ()  # ((operation_id, "succeeded" | "failed", data or {"error", "message"}), ...)
+    # ((operation_id, "succeeded" | "failed", data or {"error", "message"}), ...)
+    results: tuple = ()
     rejected: tuple = ()  # ((event kind, why), ...): events refused, kept so nothing is lost
 
 
@@ -524,7 +530,8 @@ def reduce(state, event):
 
 
 def event_for(result):
-    """The event a dispatch result stands for. Example: event_for({"ok": True, ...})  ->  ToolSucceeded"""
+    """The event a dispatch result stands for. Example: event_for({"ok": True, ...})
+    ->  ToolSucceeded"""
     op = result["operation_id"]
     if result["ok"]:
         return ToolSucceeded(op, result.get("data"))
@@ -572,12 +579,15 @@ def run_agent(
     """Drive `policy(state) -> Action | None` through `runtime` until `verify(state)` holds.
 
     Each step: 1. verified -> completed; 2. cancel() -> cancelled; 3. steps, time and writes are
-    budgets; 4. the policy picks an Action (None: unverified); 5. its operation_id is derived from the
-    normalized arguments, the tool dispatched, the result reduced; 6. an unknown outcome stops the run.
+    budgets; 4. the policy picks an Action (None: unverified); 5. its operation_id is derived from
+    the
+    normalized arguments, the tool dispatched, the result reduced; 6. an unknown outcome stops the
+    run.
     An action dispatch rejects (no such tool, arguments it refuses) is stored nowhere, so it gets no
     id derived from what may not even be text: it is labelled rejected_<step>, and the rejection
     lands in state.results for the policy (a model) to act on.
-    A step is one policy decision, not a model turn, hence step_limit (loop.run's turn_limit counts turns).
+    A step is one policy decision, not a model turn, hence step_limit (loop.run's turn_limit counts
+    turns).
     Example: run_agent(policy, runtime, State(), verify=lambda s: bool(s.results)).status
     """
     required_id(principal, "principal", "say who acts, e.g. run_agent(..., principal='alice')")

@@ -27,7 +27,8 @@ class ArgumentError(ModelBehaviorError):
 
 
 class UnsupportedSchema(UserError):
-    """A schema uses a keyword validate_arguments does not check: refused, never silently accepted."""
+    """A schema uses a keyword validate_arguments does not check: refused, never silently
+    accepted."""
 
 
 # ---------------------------------------------------------------- parsing the model's JSON text
@@ -220,7 +221,8 @@ def _has_type(value, name):
 
 
 def json_equal(a, b):
-    """Equality as JSON means it: 1 == 1.0, but 1 != true and 0 != false (Python says both are equal).
+    """Equality as JSON means it: 1 == 1.0, but 1 != true and 0 != false (Python says both are
+    equal).
 
     Example: json_equal(1, True)  ->  False
     """
@@ -230,14 +232,15 @@ def json_equal(a, b):
     if ka != kb:
         return False
     if ka == "array":
-        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
     if ka == "object":
         return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
     return a == b
 
 
 def check_schema(schema, path="schema"):
-    """Raise UnsupportedSchema unless every keyword, at every depth, is one validate_arguments checks.
+    """Raise UnsupportedSchema unless every keyword, at every depth, is one validate_arguments
+    checks.
 
     Example: check_schema({"type": "string", "maxLength": 3})   # raises: maxLength is not checked
     """
@@ -341,11 +344,13 @@ def _problems(value, schema, path):
 
 
 def validate_arguments(arguments, schema, path="arguments"):
-    """Check a parsed JSON value against a schema of the supported subset; raise on the first problems.
+    """Check a parsed JSON value against a schema of the supported subset; raise on the first
+    problems.
 
     Raises UnsupportedSchema for a keyword outside the subset, ArgumentError (listing up to three
     problems, each with where and how to fix) for an invalid value.
-    Example: validate_arguments({"city": 3}, {"type": "object", "properties": {"city": {"type": "string"}}})
+    Example: validate_arguments({"city": 3}, {"type": "object", "properties": {"city": {"type":
+    "string"}}})
              # ArgumentError: arguments.city should be string, got integer 3
     """
     check_schema(schema)
@@ -357,11 +362,15 @@ def validate_arguments(arguments, schema, path="arguments"):
 
 
 def normalize_arguments(value, schema):
-    """Valid arguments in one canonical form: a whole-number float becomes an int where the schema says integer.
+    """Valid arguments in one canonical form: a whole-number float becomes an int where the schema
+    says integer.
 
-    subtle: JSON does not tell 30 from 30.0, and validation accepts both as an integer (as JSON Schema
-    does); the tool, and any operation id derived from the arguments (07_runtime), must see one value.
-    Example: normalize_arguments({"n": 2.0}, {"type": "object", "properties": {"n": {"type": "integer"}}})
+    subtle: JSON does not tell 30 from 30.0, and validation accepts both as an integer (as JSON
+    Schema
+    does); the tool, and any operation id derived from the arguments (07_runtime), must see one
+    value.
+    Example: normalize_arguments({"n": 2.0}, {"type": "object", "properties": {"n": {"type":
+    "integer"}}})
              ->  {"n": 2}
     """
     if not isinstance(schema, dict):
@@ -395,10 +404,13 @@ def _one_number(value):
 
 
 def canonical(arguments):
-    """One text per JSON value: sorted keys, no spaces, 30.0 written as 30 (05 repeats, 07 operation ids).
+    """One text per JSON value: sorted keys, no spaces, 30.0 written as 30 (05 repeats, 07 operation
+    ids).
 
-    subtle: validation accepts 30.0 as an integer (JSON Schema does), so if 30 and 30.0 were two texts,
-    one intent would derive two operation_ids (07_runtime) and run twice. Numbers are folded here, without a schema,
+    subtle: validation accepts 30.0 as an integer (JSON Schema does), so if 30 and 30.0 were two
+    texts,
+    one intent would derive two operation_ids (07_runtime) and run twice. Numbers are folded here,
+    without a schema,
     so a caller who derives the id from the raw arguments still gets the one id (as RFC 8785 does).
     Text UTF-8 cannot encode has no such text: ArgumentError "invalid_text" (see check_text).
     Example: canonical({"b": 1.0, "a": 2})  ->  '{"a":2,"b":1}'
@@ -413,7 +425,8 @@ def check_strict(schema, path="parameters"):
     """Raise UserError unless `schema` is what OpenAI strict mode accepts, at every depth.
 
     Strict mode wants every object closed (additionalProperties: false) and every property required.
-    Example: check_strict({"type": "object", "properties": {}, "required": [], "additionalProperties": False})
+    Example: check_strict({"type": "object", "properties": {}, "required": [],
+    "additionalProperties": False})
     """
     check_schema(schema, path)
     if isinstance(schema, bool):

@@ -17,17 +17,14 @@ from .schema import canonical, json_equal
 
 def setup_task():
     """The 01_setup task. Example: check(my_function, "01_setup")"""
-    msg = lambda *texts: {
-        "type": "message",
-        "role": "assistant",
-        "content": [{"type": "output_text", "text": t} for t in texts],
-    }
-    fc = lambda call_id, name, args: {
-        "type": "function_call",
-        "call_id": call_id,
-        "name": name,
-        "arguments": args,
-    }
+
+    def msg(*texts):
+        parts = [{"type": "output_text", "text": t} for t in texts]
+        return {"type": "message", "role": "assistant", "content": parts}
+
+    def fc(call_id, name, args):
+        return {"type": "function_call", "call_id": call_id, "name": name, "arguments": args}
+
     weather = fc("call_a", "get_weather", '{"city": "Paris"}')
     a = ToolCall("call_a", "get_weather", '{"city": "Paris"}')
     b = ToolCall("call_b", "calculate", '{"expression": "2+2"}')
@@ -44,7 +41,8 @@ def setup_task():
                 "one function call",
                 ([weather],),
                 ("", [a]),
-                "build ToolCall(item['call_id'], item['name'], item['arguments']); use call_id, not id",
+                "build ToolCall(item['call_id'], item['name'], item['arguments']); use call_id, "
+                "not id",
                 crash_hint="a function_call item has no 'content': look at item['type'] first",
             ),
             Case(
@@ -52,7 +50,8 @@ def setup_task():
                 ([{"type": "reasoning", "id": "rs_1", "summary": []}, weather],),
                 ("", [a]),
                 "skip items whose type you do not handle (reasoning, web_search_call, ...)",
-                crash_hint="a reasoning item has no 'content' or 'name': skip types you do not handle",
+                crash_hint="a reasoning item has no 'content' or 'name': skip types you do not "
+                "handle",
             ),
             Case(
                 "two parallel calls keep their order",
@@ -313,7 +312,10 @@ def loop_task():
 
 def guardrails_task():
     """The 05_guardrails task. Example: check(my_function, "05_guardrails")"""
-    c = lambda name, arguments: ToolCall("call_1", name, arguments)
+
+    def c(name, arguments):
+        return ToolCall("call_1", name, arguments)
+
     unparsed = "json.loads raises on broken JSON: catch json.JSONDecodeError and compare the text"
     return Task(
         "decide whether two tool calls are the same call (same_call)",
@@ -405,13 +407,15 @@ def rag_task():
         return (
             isinstance(got, list)
             and [g[0] for g in got] == [e[0] for e in expected]
-            and all(abs(g[1] - e[1]) < 1e-9 for g, e in zip(got, expected))
+            and all(abs(g[1] - e[1]) < 1e-9 for g, e in zip(got, expected, strict=True))
         )
 
     def same_order(got, expected):  # the tie cases test the order alone, not the scores
         return isinstance(got, list) and [g[0] for g in got] == [e[0] for e in expected]
 
-    third = lambda *ranks: sum(1 / (60 + r) for r in ranks)
+    def third(*ranks):
+        return sum(1 / (60 + r) for r in ranks)
+
     return Task(
         "reciprocal rank fusion: rrf(rankings, k=60) -> [(id, score), ...] best first",
         [
@@ -438,7 +442,8 @@ def rag_task():
                 "a duplicate counts once",
                 ([["a", "a", "b"]],),
                 [("a", third(1)), ("b", third(2))],
-                "drop repeats inside one ranking before numbering ranks (dict.fromkeys keeps the order)",
+                "drop repeats inside one ranking before numbering ranks (dict.fromkeys keeps the "
+                "order)",
             ),
             Case(
                 "ties go to the id seen first",
@@ -473,9 +478,10 @@ def runtime_task():
         canonical({"amount": 30, "order_id": "A-17"}),
         canonical({"amount": 300, "order_id": "A-17"}),
     )
-    row = lambda status, tool="refund", arguments=args: Operation(
-        "op_1", tool, arguments, status, None
-    )
+
+    def row(status, tool="refund", arguments=args):
+        return Operation("op_1", tool, arguments, status, None)
+
     return Task(
         "decide what dispatch does with an operation_id, given what the store holds",
         [
@@ -496,13 +502,15 @@ def runtime_task():
                 "a recorded failure",
                 (row("failed"), "refund", args),
                 "replay",
-                "a definite failure is an outcome too: 'replay' it; a new attempt needs a new operation_id",
+                "a definite failure is an outcome too: 'replay' it; a new attempt needs a new "
+                "operation_id",
             ),
             Case(
                 "still in flight",
                 (row("in_flight"), "refund", args),
                 "needs_reconcile",
-                "in_flight may mean a worker died after the side effect: never run it again automatically",
+                "in_flight may mean a worker died after the side effect: never run it again "
+                "automatically",
             ),
             Case(
                 "outcome unknown",

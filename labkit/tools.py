@@ -54,7 +54,8 @@ class Tool:
     `egress` says whether it sends data off the machine: False; True when no argument says where to;
     or the name(s) of the string argument(s) holding the destination — a URL, a host or an e-mail
     address — so a guard can check it against an allow-list (05_guardrails).
-    Example: Tool("echo", "Repeat text.", {"type": "object", "properties": {"text": {"type": "string"}},
+    Example: Tool("echo", "Repeat text.", {"type": "object", "properties": {"text": {"type":
+    "string"}},
                   "required": ["text"], "additionalProperties": False}, lambda text: text)
     """
 
@@ -138,7 +139,8 @@ def _schema_for(hint, where):
 
 
 def _docstring_parts(fn):
-    """(description, {parameter: description}) from a Google-style docstring with an Args: section."""
+    """(description, {parameter: description}) from a Google-style docstring with an Args:
+    section."""
     doc = inspect.getdoc(fn) or ""
     head, _, args = doc.partition("\nArgs:")
     described = dict(re.findall(r"^\s+(\w+)(?:\s*\([^)]*\))?:\s*(.+)$", args, re.M))
@@ -175,7 +177,8 @@ def tool(fn=None, *, name=None, risk="low", egress=False):
         if p.default is not p.empty and not (p.default is None and "null" in schema["type"]):
             raise UserError(
                 f"{where} has a default; strict mode makes every parameter required — "
-                f"remove the default, or write `{p.name}: X | None = None` so the model can send null"
+                f"remove the default, or write `{p.name}: X | None = None` so the model can send "
+                "null"
             )
         if p.name in described:
             schema["description"] = described[p.name]
@@ -216,7 +219,8 @@ class ToolRegistry:
         return list(self.tools)
 
     def specs(self, api=None):
-        """What a model is offered: the Tool objects, or the JSON shape an API wants ("responses"/"chat")."""
+        """What a model is offered: the Tool objects, or the JSON shape an API wants
+        ("responses"/"chat")."""
         return [t if api is None else to_api(t, api) for t in self.tools.values()]
 
     def __iter__(self):
@@ -233,7 +237,8 @@ class ToolRegistry:
 
 
 def as_registry(tools):
-    """`tools` as a ToolRegistry: a registry stays itself, a list of tools (or functions) becomes one.
+    """`tools` as a ToolRegistry: a registry stays itself, a list of tools (or functions) becomes
+    one.
 
     Example: as_registry([calculate]).names()  ->  ["calculate"]
     """
@@ -257,7 +262,8 @@ def _capped(data):
 
 
 def execute(call: ToolCall, registry: ToolRegistry, allowed: list | None = None) -> dict:
-    """Run one tool call: whitelist, then parse, validate and normalize, then the function. Never raises.
+    """Run one tool call: whitelist, then parse, validate and normalize, then the function. Never
+    raises.
 
     Returns {"ok": True, "data": ...} or {"ok": False, "error": kind, "message": how to fix}.
     A PermissionError from the tool comes back as error "permission_denied" (the loop stops on it).
@@ -313,7 +319,8 @@ def execute(call: ToolCall, registry: ToolRegistry, allowed: list | None = None)
 
 
 def result_text(result):
-    """The tool message content for a result. Example: result_text({"ok": True, "data": 4}) -> '{"ok": true, "data": 4}'"""
+    """The tool message content for a result.
+    Example: result_text({"ok": True, "data": 4}) -> '{"ok": true, "data": 4}'"""
     return json.dumps(result, ensure_ascii=False, allow_nan=False)
 
 

@@ -110,7 +110,8 @@ class Trace:
 
     def _repr_html_(self):
         rows = "".join(
-            f"<tr><td>{e.turn}</td><td>{e.kind}</td><td style='text-align:left'>{html.escape(e.summary)}</td>"
+            f"<tr><td>{e.turn}</td><td>{e.kind}</td><td "
+            f"style='text-align:left'>{html.escape(e.summary)}</td>"
             f"<td>{'' if e.tokens is None else e.tokens}</td></tr>"
             for e in self.events
         )

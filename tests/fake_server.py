@@ -1,7 +1,8 @@
 """A fake OpenAI-compatible model server on 127.0.0.1, for driving the real `openai` SDK in tests.
 
 It speaks POST /v1/responses, POST /v1/chat/completions and POST /v1/embeddings (hashed
-bag-of-words vectors: deterministic, and similar texts get similar vectors). By default it behaves like a tiny,
+bag-of-words vectors: deterministic, and similar texts get similar vectors). By default it behaves
+like a tiny,
 predictable model: offered tools and not yet given a tool output, it calls the first tool with
 arguments filled from the schema; otherwise it answers in text. Like the real API it refuses a
 function_call_output whose call_id it never saw in the input, and (under store=false) a replayed
@@ -294,7 +295,8 @@ class FakeServer:
             if m.get("role") == "tool" and m.get("tool_call_id") not in issued:
                 return 400, {
                     "error": {
-                        "message": "Invalid parameter: messages with role 'tool' must be a response "
+                        "message": "Invalid parameter: messages with role 'tool' must be a "
+                        "response "
                         "to a preceeding message with 'tool_calls'.",
                         "type": "invalid_request_error",
                     }

@@ -1,6 +1,7 @@
 """The environment every test and every committed notebook output is made in, and the network guard.
 
-Shared by tests/conftest.py and notebooks/conftest.py (pytest, and the nbval kernels that inherit its
+Shared by tests/conftest.py and notebooks/conftest.py (pytest, and the nbval kernels that inherit
+its
 environment) and by .ci/execute_notebooks.py (which writes the outputs nbval later compares), so the
 two can never drift apart.
 """
@@ -51,7 +52,8 @@ def offline_environ(base=None):
 
 
 def apply():
-    """Make this process offline and key-free (kernels it starts inherit that) and guard its sockets."""
+    """Make this process offline and key-free (kernels it starts inherit that) and guard its
+    sockets."""
     env = offline_environ()
     os.environ.clear()
     os.environ.update(env)

@@ -1,8 +1,10 @@
 """A worker process for the crash and concurrency labs in tests/test_runtime.py.
 
     python tests/runtime_worker.py crash DB LEDGER ENTRY KILL_AT EFFECT_FIRST
-        dispatch one ledger append and SIGKILL itself at KILL_AT (one of labkit.runtime.CRASH_POINTS,
-        or "none"); for "during_execute", EFFECT_FIRST=1 kills just after the ledger line is written,
+        dispatch one ledger append and SIGKILL itself at KILL_AT (one of
+        labkit.runtime.CRASH_POINTS,
+        or "none"); for "during_execute", EFFECT_FIRST=1 kills just after the ledger line is
+        written,
         0 just before. Kill points are named, not timed, so every trial is reproducible.
     python tests/runtime_worker.py race DB LEDGER ENTRY
         print "ready", wait for one line on stdin, then dispatch the same append (a slow one).

@@ -135,7 +135,8 @@ def test_a_large_tool_result_stops_the_run_before_the_next_call_not_after():
 
 
 class Reporting:
-    """A model whose server reports `factor` times the input the estimate expects, or no usage at all."""
+    """A model whose server reports `factor` times the input the estimate expects, or no usage at
+    all."""
 
     def __init__(self, factor):
         self.factor, self.calls = factor, 0
@@ -166,7 +167,8 @@ def test_the_estimate_is_scaled_up_when_a_server_counts_more_and_the_budget_stil
 
 
 class Overcounting:
-    """A server whose tokenizer counts `first` times the estimate (messages + tool schemas) on its first
+    """A server whose tokenizer counts `first` times the estimate (messages + tool schemas) on its
+    first
     call, then `later` times, reporting the usage like a server does."""
 
     def __init__(self, first, later=1.0):
@@ -188,7 +190,8 @@ class Overcounting:
 
 
 def test_the_first_call_counts_the_tool_schemas_and_is_cautious():
-    """A server that counts 1.5x (messages + schemas): the budget holds at every size, first call included."""
+    """A server that counts 1.5x (messages + schemas): the budget holds at every size, first call
+    included."""
     for max_tokens in range(150, 2_500, 23):
         budget = Budget(max_turns=100, max_calls=100, max_tokens=max_tokens, max_output_tokens=10)
         result = g.run_guarded("Count.", Overcounting(1.5, 1.5), [calculate], budget=budget)
@@ -197,7 +200,8 @@ def test_the_first_call_counts_the_tool_schemas_and_is_cautious():
 
 def test_the_scale_keeps_the_largest_ratio_seen_and_bounds_the_overshoot():
     """A server that counts 3x on its first call, then 1x: only the first call can overshoot (by its
-    estimate's error past the cautious 1.5); every later call is estimated with the largest ratio seen."""
+    estimate's error past the cautious 1.5); every later call is estimated with the largest ratio
+    seen."""
     for max_tokens in range(150, 2_500, 23):
         budget = Budget(max_turns=100, max_calls=100, max_tokens=max_tokens, max_output_tokens=10)
         model = Overcounting(3.0, 1.0)
@@ -260,7 +264,7 @@ def test_a_model_that_says_too_much_is_cut_at_its_reservation_with_0_overshoot(
 
 
 def test_a_never_stopping_talkative_model_halts_within_the_token_budget():
-    talk = lambda m, t: turn(
+    talk = lambda m, t: turn(  # noqa: E731
         say("Let me think about this at length. " * 3), call("calculate", expression=f"{len(m)}*2")
     )
     for max_tokens in range(400, 4_000, 211):

@@ -9,6 +9,7 @@ import pytest
 
 from labkit import guardrails as g
 from labkit.errors import UserError
+from labkit.injection import untrusted
 from labkit.labs import Workspace, exfiltration_trial, load_exfiltration
 from labkit.loop import run
 from labkit.models import (
@@ -19,6 +20,13 @@ from labkit.models import (
     say,
     tool_message,
     turn,
+)
+from labkit.permissions import (
+    Permissions,
+    allow_listed,
+    approval_question,
+    destination_host,
+    destinations,
 )
 from labkit.tools import tool
 
@@ -131,7 +139,7 @@ def test_tools_that_send_data_out_say_so_and_others_do_not():
     ],
 )
 def test_a_destination_names_a_host_only_when_it_names_it_plainly(value, host):
-    assert g.destination_host(value) == host
+    assert destination_host(value) == host
 
 
 @pytest.mark.parametrize(
@@ -151,7 +159,7 @@ def test_a_destination_names_a_host_only_when_it_names_it_plainly(value, host):
     ],
 )
 def test_the_allow_list_compares_whole_hosts(host, allowed, listed):
-    assert g.allow_listed(host, allowed) is listed
+    assert allow_listed(host, allowed) is listed
 
 
 @pytest.mark.parametrize(
@@ -176,14 +184,14 @@ def test_destinations_read_every_declared_argument_and_lists_in_them():
         """Post a message."""
         return body
 
-    sent = lambda **a: ToolCall("call_1", "post", json.dumps(a))
-    assert g.destinations(sent(to="a@x.example", cc=["b@y.example", "z"], body="hi"), post) == [
+    sent = lambda **a: ToolCall("call_1", "post", json.dumps(a))  # noqa: E731
+    assert destinations(sent(to="a@x.example", cc=["b@y.example", "z"], body="hi"), post) == [
         "x.example",
         "y.example",
         "z",
     ]
-    assert g.destinations(sent(to="a@x.example", cc=None, body="hi"), post) == ["x.example"]
-    assert g.destinations(ToolCall("call_1", "post", '{"to": '), post) == [None]
+    assert destinations(sent(to="a@x.example", cc=None, body="hi"), post) == ["x.example"]
+    assert destinations(ToolCall("call_1", "post", '{"to": '), post) == [None]
 
 
 # ---------------------------------------------------------------- the rule
@@ -242,7 +250,7 @@ def test_a_person_decides_with_the_one_consent_rule(answer, sent):
         "Visa?",
         fetch_after_reading(OUTSIDE),
         tools,
-        approve=lambda c, t: asked.append(g.approval_question(c, t)) or answer,
+        approve=lambda c, t: asked.append(approval_question(c, t)) or answer,
     )
     assert bool(workspace.requests) is sent
     assert decision(result) == (("allow", "approved") if sent else ("refuse", "not_approved"))
@@ -315,7 +323,7 @@ def test_high_risk_still_needs_a_yes_for_an_allow_listed_host():
             ],
             "Go on.",
         ),
-        ([], "Summarise this page: " + g.untrusted(PAGE, "a web page")),
+        ([], "Summarise this page: " + untrusted(PAGE, "a web page")),
     ],
 )
 def test_untrusted_content_from_the_history_or_a_labelled_task_counts_too(history, task):
@@ -336,7 +344,7 @@ def test_two_calls_in_one_turn_after_reading_are_both_checked():
 
 def test_the_rule_is_the_permission_layers_and_works_in_the_plain_loop():
     workspace, tools = web()
-    result = run("Visa?", fetch_after_reading(OUTSIDE), tools, guard=g.Permissions("low"))
+    result = run("Visa?", fetch_after_reading(OUTSIDE), tools, guard=Permissions("low"))
     assert workspace.requests == [] and decision(result) == ("refuse", "not_approved")
 
 
@@ -350,7 +358,7 @@ def test_the_exfiltration_set_is_what_the_lab_says():
     for a in attacks:
         url = a["wants"]["arguments"]["url"]
         assert a["wants"]["tool"] == "get_webpage" and "{private}" in url
-        assert not g.allow_listed(g.destination_host(url), EXFIL["allowed_hosts"]), a["id"]
+        assert not allow_listed(destination_host(url), EXFIL["allowed_hosts"]), a["id"]
 
 
 @pytest.mark.parametrize("attack", EXFIL["attacks"], ids=[a["id"] for a in EXFIL["attacks"]])

@@ -1,4 +1,5 @@
-"""labkit.labs: the frozen loop scenarios and their table, the labelled attack set, the query set."""
+"""labkit.labs: the frozen loop scenarios and their table, the labelled attack set, the query
+set."""
 
 import numpy as np
 import pytest
@@ -105,7 +106,8 @@ def test_live_evaluation_uses_the_given_model_not_the_script():
     assert [ok for *_, ok in report.rows] == [False, False]
 
 
-# ---------------------------------------------------------------- 05_guardrails: the labelled attacks
+# ---------------------------------------------------------------- 05_guardrails: the labelled
+# attacks
 
 
 def test_the_attack_corpus_has_every_category_in_both_languages():

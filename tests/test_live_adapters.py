@@ -51,7 +51,8 @@ def make(cls, server, **options):
 
 
 def everything_said(error):
-    """Every text a learner could see about an error: message, explain, repr, formatted traceback."""
+    """Every text a learner could see about an error: message, explain, repr, formatted
+    traceback."""
     formatted = "".join(traceback.format_exception(type(error), error, error.__traceback__))
     return " ".join([str(error), explain(error), repr(error), formatted])
 
@@ -116,7 +117,8 @@ def test_fault_is_explained_without_the_key(server, cls, fault, error_class, wor
 
 
 def test_the_fake_401_really_echoes_the_key(server):
-    """Guard for the test above: the server does put the key in its 401 body, so redaction is tested."""
+    """Guard for the test above: the server does put the key in its 401 body, so redaction is
+    tested."""
     import openai
 
     client = openai.OpenAI(api_key=PLANTED, base_url=server.url, max_retries=0)

@@ -1,4 +1,5 @@
-"""labkit.loop: the loop's stop reasons, paired history, guard seam, ReAct, plan-and-execute, scenarios."""
+"""labkit.loop: the loop's stop reasons, paired history, guard seam, ReAct, plan-and-execute,
+scenarios."""
 
 import json
 from itertools import count
@@ -181,7 +182,8 @@ def test_max_turns_zero_never_calls_the_model():
     assert run("x", model, [], max_turns=0).status == "turn_limit" and model.seen == []
 
 
-# ---------------------------------------------------------------- the guard seam (used by 05_guardrails)
+# ---------------------------------------------------------------- the guard seam (used by
+# 05_guardrails)
 
 
 class Recorder(Guard):

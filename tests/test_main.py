@@ -1,4 +1,5 @@
-"""labkit.__main__: `python -m labkit memory ...` (and `python -m labkit.memory ...`), one line per problem."""
+"""labkit.__main__: `python -m labkit memory ...` (and `python -m labkit.memory ...`), one line per
+problem."""
 
 import json
 import sqlite3

@@ -1,4 +1,5 @@
-"""labkit.memory: the write policy, expiry, tenants, ranking, forgetting, processes sharing one file."""
+"""labkit.memory: the write policy, expiry, tenants, ranking, forgetting, processes sharing one
+file."""
 
 import json
 import os
@@ -344,7 +345,7 @@ def brute_force(memories, query, now, half_life_days=30.0):
     docs = [set(tokens(m.content)) for m in memories]
     weights = {w: idf(sum(w in d for d in docs), len(memories)) for w in words}
     out = []
-    for m, d in zip(memories, docs):
+    for m, d in zip(memories, docs, strict=True):
         relevance = sum(weights[w] for w in words & d) / sum(weights.values())
         if relevance > 0:
             out.append(
@@ -635,7 +636,8 @@ def test_a_bad_record_is_sent_back_before_the_person_is_asked(store):
 
 
 def change_units(store, answer):
-    """The model asks to store imperial units where the person's own "metric" is; the person answers."""
+    """The model asks to store imperial units where the person's own "metric" is; the person
+    answers."""
     asked = []
     registry = ToolRegistry(memory_tools(store, "ana", confirm=lambda q: asked.append(q) or answer))
     result = execute(
@@ -728,7 +730,8 @@ WRITER = textwrap.dedent("""
     sys.stdin.readline()            # wait for "go", so that every writer starts at the same moment
     for i in range(count):
         store.write_many([{"tenant": "shared", "id": f"{worker}-{i}-{j}", "confirmed": True,
-                           "content": f"worker {worker} wrote number {i} part {j}"} for j in range(batch)])
+                           "content": f"worker {worker} wrote number {i} part {j}"} for j in
+                           range(batch)])
         print(i, flush=True)        # the acknowledgement: only after the commit returned
 """)
 
@@ -756,7 +759,7 @@ def test_four_processes_times_200_writes_all_commit(tmp_path):
     workers = [writer(path, w, 200) for w in range(4)]
     go(*workers)
     outcomes = [p.communicate(timeout=120) for p in workers]
-    for p, (out, err) in zip(workers, outcomes):
+    for p, (out, err) in zip(workers, outcomes, strict=True):
         assert p.returncode == 0, err
         assert "database is locked" not in err
         assert out.split() == [str(i) for i in range(200)]
@@ -799,7 +802,8 @@ def test_a_writer_killed_mid_stream_loses_no_acknowledged_write(tmp_path):
     assert max(batches) <= max(acknowledged) + 1  # at most the one in flight got in
 
 
-# ---------------------------------------------------------------- the agent: scripted runs through labkit.loop.run
+# ---------------------------------------------------------------- the agent: scripted runs through
+# labkit.loop.run
 
 
 def test_a_confirmed_preference_is_recalled_in_a_later_separate_run(tmp_path, clock):
@@ -912,7 +916,8 @@ def test_a_tool_result_saying_remember_that_is_refused(tmp_path, clock, confirm)
 
 
 def test_the_memory_notebook_runs_live_against_a_local_server(tmp_path):
-    """With LABKIT_MODE=live, 03_memory executes top to bottom; the Go live cell really talks to a server."""
+    """With LABKIT_MODE=live, 03_memory executes top to bottom; the Go live cell really talks to a
+    server."""
     import nbformat
     from nbclient import NotebookClient
 

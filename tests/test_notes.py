@@ -1,4 +1,5 @@
-"""labkit.notes: Markdown notes with YAML front matter, an index, and file names safe from any title."""
+"""labkit.notes: Markdown notes with YAML front matter, an index, and file names safe from any
+title."""
 
 import re
 

@@ -1,4 +1,5 @@
-"""labkit.loop: the loop's stop reasons, paired history, guard seam, ReAct, plan-and-execute, scenarios."""
+"""labkit.loop: the loop's stop reasons, paired history, guard seam, ReAct, plan-and-execute,
+scenarios."""
 
 from itertools import count
 
@@ -36,7 +37,8 @@ def fake_clock():
             ("action", "calculate", '{"expression": "2+2"}'),
         ),
         (
-            'I will check.\n\nThought: weather\nAction: get_weather\nAction Input: {"city": "Paris"}\nThat should do.',
+            'I will check.\n\nThought: weather\nAction: get_weather\nAction Input: {"city": '
+            '"Paris"}\nThat should do.',
             ("action", "get_weather", '{"city": "Paris"}'),
         ),
         (
@@ -62,7 +64,8 @@ def fake_clock():
             ("action", "calculate", '{"expression": "1"\nThanks'),
         ),
         (
-            'Action: calculate\nAction Input: {"expression": "1"}\nObservation: {"ok": true, "data": 1}\nFinish[1]',
+            'Action: calculate\nAction Input: {"expression": "1"}\nObservation: {"ok": true, '
+            '"data": 1}\nFinish[1]',
             ("action", "calculate", '{"expression": "1"}'),
         ),
         ("Thought: done\nFinish[14 °C]", ("finish", "14 °C")),

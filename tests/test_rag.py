@@ -111,7 +111,7 @@ def test_a_long_paragraph_is_cut_into_overlapping_pieces():
     pieces = chunk_document(doc, max_chars=200, overlap=50)
     body = [c for c in pieces if c.heading == "T" and "word" in c.text]
     assert len(body) > 5 and all(len(c.text) <= 200 for c in pieces)
-    for a, b in zip(body, body[1:]):
+    for a, b in zip(body, body[1:], strict=False):
         assert a.start < b.start < a.end and 0 < a.end - b.start <= 50  # overlap, and progress
     assert pieces[-1].text == "## Next\n\nShort." and pieces[-1].heading == "Next"
     assert all(text[c.start : c.end] == c.text == c.text.strip() for c in pieces)
@@ -123,7 +123,7 @@ def test_a_long_paragraph_is_cut_into_overlapping_pieces():
 def test_short_paragraphs_overlap_by_whole_paragraphs():
     text = "# T\n\n" + "\n\n".join(f"Paragraph {i} " + "x" * 60 for i in range(8))
     pieces = chunk_document(Document("p", "T", text), max_chars=250, overlap=80)
-    for a, b in zip(pieces, pieces[1:]):
+    for a, b in zip(pieces, pieces[1:], strict=False):
         assert a.start < b.start < a.end  # the last paragraph repeats
         assert text[b.start : a.end].startswith("Paragraph")
 
@@ -139,7 +139,7 @@ def test_token_windows_map_back_to_text_and_overlap_exactly():
         inside = re.findall(r"[\u4e00-\u9fff]|(?:(?![\u4e00-\u9fff])\w)+", w.text)
         assert len(inside) <= 16
         seen.append(inside)
-    for a, b in zip(seen, seen[1:]):
+    for a, b in zip(seen, seen[1:], strict=False):
         assert a[-4:] == b[:4]  # exactly `overlap` tokens repeat
     assert sum(len(s) for s in seen) - 4 * (len(seen) - 1) == len(
         units
@@ -228,7 +228,8 @@ def test_mmr_hand_checked():
     q = torch.tensor([1.0, 0.0])
     v = torch.tensor([[1.0, 0.0], [1.0, 0.0], [0.6, 0.8]])  # 0 and 1 are duplicates; 2 is different
     assert mmr(q, v, 3, diversity=0.0) == [0, 1, 2]  # relevance only; the tie goes to row 0
-    # diversity 0.6, after row 0: row 1 scores 0.4*1 - 0.6*1 = -0.2, row 2 scores 0.4*0.6 - 0.6*0.6 = -0.12
+    # diversity 0.6, after row 0: row 1 scores 0.4*1 - 0.6*1 = -0.2, row 2 scores 0.4*0.6 - 0.6*0.6
+    # = -0.12
     assert mmr(q, v, 3, diversity=0.6) == [0, 2, 1]
     assert mmr(q, v, 1, diversity=0.6) == [0]
     with pytest.raises(UserError, match="outside 0..1"):
@@ -239,7 +240,7 @@ def test_cosine_top_k_matches_brute_force():
     gen = torch.Generator().manual_seed(0)
     matrix, queries = torch.randn(50, 8, generator=gen), torch.randn(3, 8, generator=gen)
     results = cosine_top_k(queries, matrix, 5)
-    for query, got in zip(queries, results):
+    for query, got in zip(queries, results, strict=True):
         brute = sorted(
             (
                 (i, float(torch.dot(query, row) / (query.norm() * row.norm())))
@@ -646,7 +647,8 @@ def test_sources_read_counts_only_results_that_carry_a_source_id(library):
     assert sources_read(mixed.messages) == ["retries#4"]  # once, though read twice
 
 
-# ---------------------------------------------------------------- the benchmark says which data it used
+# ---------------------------------------------------------------- the benchmark says which data it
+# used
 
 
 def test_benchmark_first_line_names_its_data_and_where_scifact_goes(tmp_path, monkeypatch, capsys):

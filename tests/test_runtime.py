@@ -1,4 +1,5 @@
-"""Tests for labkit.runtime: durable dispatch, reconcile, the reducer, run_agent, crash and race labs."""
+"""Tests for labkit.runtime: durable dispatch, reconcile, the reducer, run_agent, crash and race
+labs."""
 
 import json
 import signal
@@ -51,7 +52,8 @@ ARGS = {"order_id": "A-17", "amount": 30}
 
 
 def refund_tool(calls, behave=None, risk="high"):
-    """A refund tool that counts its executions in `calls`; `behave` may raise or change the answer."""
+    """A refund tool that counts its executions in `calls`; `behave` may raise or change the
+    answer."""
 
     def refund(order_id, amount):
         calls.append((order_id, amount))
@@ -110,7 +112,8 @@ def test_canonical_writes_a_whole_number_float_as_its_int():
 
 
 def ledger_refund(path, received):
-    """A refund with a real side effect: one ledger line per execution, as the reviewer's repro wrote them."""
+    """A refund with a real side effect: one ledger line per execution, as the reviewer's repro
+    wrote them."""
 
     def refund(order_id, amount):
         received.append(amount)
@@ -553,7 +556,8 @@ def test_a_result_that_is_not_json_is_still_recorded(db):
     assert runtime.store.get("op_1").result["data"] == {"when": "{1, 2}"}
 
 
-# ---------------------------------------------------------------- the verification matrix (runtime rows)
+# ---------------------------------------------------------------- the verification matrix (runtime
+# rows)
 
 
 def test_a_lost_success_response_is_recovered_by_replay_not_by_running_again(db):
@@ -666,7 +670,8 @@ def test_two_processes_dispatching_the_same_operation_id_execute_once(tmp_path):
 
 
 class BlindRetryRuntime(ToolRuntime):
-    """What a first version often does: run again anything without a recorded success. Must FAIL the lab."""
+    """What a first version often does: run again anything without a recorded success. Must FAIL the
+    lab."""
 
     def dispatch(self, name, arguments, operation_id):
         stored = self.store.get(operation_id)
@@ -677,7 +682,8 @@ class BlindRetryRuntime(ToolRuntime):
 
 
 def crash_lab(tmp_path, trials, runtime_class=ToolRuntime):
-    """Kill a worker at each crash point in turn, restart, retry, reconcile; count what went wrong."""
+    """Kill a worker at each crash point in turn, restart, retry, reconcile; count what went
+    wrong."""
     db, ledger = str(tmp_path / "operations.db"), str(tmp_path / "ledger.txt")
     OperationStore(db).close()
     report = Counter(trials=trials)

@@ -1,4 +1,5 @@
-"""labkit.tools: validation against jsonschema, strict schemas, the registry, execute, teaching tools."""
+"""labkit.tools: validation against jsonschema, strict schemas, the registry, execute, teaching
+tools."""
 
 import json
 import math
@@ -25,7 +26,8 @@ SUITE = json.loads((Path(__file__).parent / "data" / "json_schema_suite_subset.j
 
 
 def ours(schema, instance):
-    """True/False from validate_arguments (UnsupportedSchema propagates: it must never happen here)."""
+    """True/False from validate_arguments (UnsupportedSchema propagates: it must never happen
+    here)."""
     try:
         validate_arguments(instance, schema)
         return True
@@ -271,7 +273,8 @@ def test_intentional_differences_from_jsonschema():
 
 
 def test_bool_and_integer_and_enum_equality_follow_json_not_python():
-    # Python's own rules would get all three wrong; jsonschema and validate_arguments agree on JSON's.
+    # Python's own rules would get all three wrong; jsonschema and validate_arguments agree on
+    # JSON's.
     assert isinstance(True, int) and True in [1] and 0 == False  # noqa: E712  (the trap)
     for schema, instance in [
         ({"type": "integer"}, True),

@@ -1,4 +1,5 @@
-"""labkit.tools: validation against jsonschema, strict schemas, the registry, execute, teaching tools."""
+"""labkit.tools: validation against jsonschema, strict schemas, the registry, execute, teaching
+tools."""
 
 import json
 from pathlib import Path
@@ -19,7 +20,8 @@ SUITE = json.loads((Path(__file__).parent / "data" / "json_schema_suite_subset.j
 
 
 def ours(schema, instance):
-    """True/False from validate_arguments (UnsupportedSchema propagates: it must never happen here)."""
+    """True/False from validate_arguments (UnsupportedSchema propagates: it must never happen
+    here)."""
     try:
         validate_arguments(instance, schema)
         return True

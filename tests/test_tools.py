@@ -1,4 +1,5 @@
-"""labkit.tools: validation against jsonschema, strict schemas, the registry, execute, teaching tools."""
+"""labkit.tools: validation against jsonschema, strict schemas, the registry, execute, teaching
+tools."""
 
 import json
 import random
@@ -35,7 +36,8 @@ SUITE = json.loads((Path(__file__).parent / "data" / "json_schema_suite_subset.j
 
 
 def ours(schema, instance):
-    """True/False from validate_arguments (UnsupportedSchema propagates: it must never happen here)."""
+    """True/False from validate_arguments (UnsupportedSchema propagates: it must never happen
+    here)."""
     try:
         validate_arguments(instance, schema)
         return True
@@ -55,7 +57,8 @@ def test_execute_returns_a_result_for_text_utf8_cannot_encode(text, where):
     assert log == [] and result_text(result).encode("utf-8")
 
 
-# ---------------------------------------------------------------- tools, the decorator, the registry
+# ---------------------------------------------------------------- tools, the decorator, the
+# registry
 
 
 def test_decorator_derives_a_strict_schema_from_hints_and_docstring():

@@ -1,4 +1,5 @@
-"""Property-based tests (hypothesis): thousands of generated payloads against validation and execute.
+"""Property-based tests (hypothesis): thousands of generated payloads against validation and
+execute.
 
 Each test draws 1,000 examples per run. No exception escapes; no tool function ever runs on
 arguments that failed validation; validate_arguments agrees with jsonschema on generated schemas.
@@ -7,12 +8,7 @@ arguments that failed validation; validate_arguments agrees with jsonschema on g
 import json
 
 import jsonschema
-import pytest
-
-hypothesis = pytest.importorskip(
-    "hypothesis", reason="hypothesis is not installed (see requirements.txt)"
-)
-from hypothesis import given, settings  # noqa: E402
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from labkit.models import ToolCall
