@@ -107,15 +107,13 @@ class Budget(Guard):
     tokens: int = field(default=0, init=False)
     cost: Fraction = field(default=Fraction(0), init=False)
     estimated: bool = field(default=False, init=False)  # some usage was estimated, not reported
-    scale: float = field(
-        default=FIRST_SCALE, init=False
-    )  # cautious, then the largest reported/estimated ratio
+    # cautious, then the largest reported/estimated ratio
+    scale: float = field(default=FIRST_SCALE, init=False)
     tool_tokens: int = field(default=0, init=False)  # schema_tokens(tools), set by run_guarded
     reported: bool = field(default=False, init=False)  # a server has reported usage in this run
     _run: object = field(default=None, init=False, repr=False)
-    _asked: tuple = field(
-        default=(0, 0), init=False, repr=False
-    )  # (raw estimate, scaled) for the call
+    # (raw estimate, scaled) for the call
+    _asked: tuple = field(default=(0, 0), init=False, repr=False)
     _seen: Usage = field(default_factory=Usage, init=False, repr=False)
 
     def __post_init__(self):
@@ -123,9 +121,8 @@ class Budget(Guard):
             value = getattr(self, name)
             if value is None and optional:
                 continue
-            kinds = (
-                int if whole else (int, float)
-            )  # subtle: True is an int to Python, not to a budget
+            # True is an int to Python, not to a budget
+            kinds = int if whole else (int, float)
             if (
                 isinstance(value, bool)
                 or not isinstance(value, kinds)
@@ -168,9 +165,8 @@ class Budget(Guard):
         if reported.input_tokens + reported.output_tokens > 0:
             used_in, used_out = reported.input_tokens, reported.output_tokens
             self.estimated |= run.usage.estimated
-            ratio = (
-                used_in / raw if raw else 1.0
-            )  # it includes what the server counted for the tool schemas
+            # it includes what the server counted for the tool schemas
+            ratio = used_in / raw if raw else 1.0
             # subtle: keep the largest ratio seen; a ratio replaced each turn lets one low count
             # undo a high one
             self.scale = max(self.scale, ratio) if self.reported else max(1.0, ratio)
@@ -241,9 +237,8 @@ class Budget(Guard):
         """(estimate, need): the next call's estimated input, and the input the budget reserves for
         it."""
         raw = estimate_messages(messages)
-        if (
-            not self.reported
-        ):  # nothing counted by a server yet: add the tool schemas, and be cautious
+        # nothing counted by a server yet: add the tool schemas, and be cautious
+        if not self.reported:
             return raw, math.ceil((raw + self.tool_tokens) * self.scale)
         return raw, math.ceil(raw * self.scale)
 

@@ -131,7 +131,7 @@ def run_case(fn, case, compare, diagnose=None):
     """
     try:
         got = fn(*copy.deepcopy(case.args), **copy.deepcopy(case.kwargs))
-    except Exception as exc:  # subtle: the learner's bug is reported, not raised
+    except Exception as exc:  # the learner's bug is reported, not raised
         if case.raises and isinstance(exc, case.raises):
             return None
         if case.raises:

@@ -68,9 +68,8 @@ class Context:
 def evidence_block(chunk):
     """One chunk as an untrusted, labelled block.
     Example: evidence_block(chunk).startswith("<evidence")"""
-    body = re.sub(
-        r"(?i)</\s*evidence", "&lt;/evidence", chunk.text
-    )  # subtle: text cannot close its own block,
+    # text cannot close its own block,
+    body = re.sub(r"(?i)</\s*evidence", "&lt;/evidence", chunk.text)
     # in any case or spacing (</EVIDENCE>, </ evidence>) — a model reads those as closing tags too
     return f'<evidence source_id="{chunk.source_id}" trust="untrusted">\n{body}\n</evidence>'
 

@@ -60,7 +60,7 @@ def shown_url(url):
         scheme, rest = "", scheme
     rest, fragment, _ = rest.partition("#")
     rest, question, query = rest.partition("?")
-    if "@" in rest:  # subtle: a pasted password may hold "/": cut at the last "@"
+    if "@" in rest:  # a pasted password may hold "/": cut at the last "@"
         rest = "***@" + rest.rpartition("@")[2]
     if question:
         rest += "?" + "&".join(
@@ -219,7 +219,7 @@ def _number(value, kind):
     if isinstance(value, bool):
         return None
     if isinstance(value, str):
-        try:  # subtle: nothing is raised in here (see call_service)
+        try:  # nothing is raised in here (see call_service)
             return kind(value.strip())
         except ValueError:
             return None
@@ -407,17 +407,18 @@ _URL_CREDENTIALS = re.compile(
 @lru_cache(maxsize=64)
 def _secret_regex(secrets):
     whole_word = r"(?<![A-Za-z0-9]){}(?![A-Za-z0-9])"
+    # longest first: no leftovers
     parts = [
         re.escape(s) if len(s) >= SHORT_KEY else whole_word.format(re.escape(s))
         for s in sorted(secrets, key=len, reverse=True)
-    ]  # longest first: no leftovers
+    ]
     return re.compile("|".join(parts)) if parts else None
 
 
 def secret_pattern(secrets):
     """A regex that finds each secret as exact text: anywhere when long, as a whole word when short.
 
-    subtle: a short key ("k3y") inside a longer word ("k3ys") is another word, not the key.
+    A short key ("k3y") inside a longer word ("k3ys") is another word, not the key.
     Example: secret_pattern(["k3y"]).sub("[redacted]", "k3y and k3ys")  ->  "[redacted] and k3ys"
     """
     return _secret_regex(tuple(sorted({s for s in secrets if isinstance(s, str) and s.strip()})))

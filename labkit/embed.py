@@ -65,7 +65,7 @@ def verify_weights(path, expected=MINILM_SHA256):
 
 def _load_sentence_transformer(model_dir, device):
     """Load from a local folder only, with transformers' progress bars and warnings off."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # subtle: must be set before the hub is imported
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # must be set before the hub is imported
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     import transformers
 
@@ -238,11 +238,10 @@ def cosine_top_k(query, vectors, k):
             f"the query has {queries.shape[1]} numbers per vector but the index has "
             f"{matrix.shape[1]} — embed queries and chunks with the same model"
         )
-    # subtle: normalize divides by max(norm, eps), so a zero vector stays zero and scores 0, not NaN
+    # normalize divides by max(norm, eps), so a zero vector stays zero and scores 0, not NaN
     similarity = F.normalize(queries, dim=1) @ F.normalize(matrix, dim=1).T  # (queries, rows)
-    values, order = torch.sort(
-        similarity, dim=1, descending=True, stable=True
-    )  # stable: ties by row
+    # stable: ties by row
+    values, order = torch.sort(similarity, dim=1, descending=True, stable=True)
     k = max(0, min(k, matrix.shape[0]))
     results = [
         list(zip(rows, scores, strict=True))

@@ -58,7 +58,7 @@ def call_problem(call, tool):
 class Malformed(Guard):
     """A run's first malformed call is refused with one corrective message; a second stops the run.
 
-    subtle: the count is per run, not per streak — "exactly one correction" means a model that
+    The count is per run, not per streak — "exactly one correction" means a model that
     alternates good and broken calls is stopped too, instead of being corrected forever.
     """
 
@@ -93,7 +93,7 @@ def fingerprint(call):
              ->  'get_weather {"city":"Paris"}'
     """
     try:
-        arguments = canonical(parse_arguments(call.arguments))  # subtle: 1 and 1.0 are one argument
+        arguments = canonical(parse_arguments(call.arguments))  # 1 and 1.0 are one argument
     except ArgumentError:
         arguments = "unparsed " + " ".join(call.arguments.split())
     return f"{call.name} {arguments}" + (" (malformed)" if call.problem else "")
@@ -180,13 +180,12 @@ class Secrets(Guard):
             value = redact(value, self.keys)
             value = self.pattern.sub("[redacted]", value) if self.pattern else value
             return self.cut.sub("[redacted]", value) if self.cut else value
-        if isinstance(value, dict):  # subtle: keys too — a tool may return {secret: ...}
+        if isinstance(value, dict):  # keys too — a tool may return {secret: ...}
             return {self.scrub(k): self.scrub(v) for k, v in value.items()}
         if isinstance(value, list | tuple):
             return type(value)(self.scrub(v) for v in value)
-        if is_dataclass(value) and not isinstance(
-            value, type
-        ):  # a Message, a ToolCall, a trace Event, ...
+        # a Message, a ToolCall, a trace Event, ...
+        if is_dataclass(value) and not isinstance(value, type):
             return replace(
                 value,
                 **{f.name: self.scrub(getattr(value, f.name)) for f in fields(value) if f.init},
@@ -194,13 +193,12 @@ class Secrets(Guard):
         return value
 
     def before_tool(self, run, call, tool):
-        try:  # subtle: check the parsed values too, or "\\u0063anary" walks past
+        try:  # check the parsed values too, or "\\u0063anary" walks past
             values = json_strings(parse_arguments(call.arguments))
         except ArgumentError:
             values = []
-        pairs = values[
-            :40
-        ]  # a secret split in two, in any order (bounded: 40 strings, 1,600 pairs)
+        # a secret split in two, in any order (bounded: 40 strings, 1,600 pairs)
+        pairs = values[:40]
         texts = [call.arguments, "".join(values), *values, *(a + b for a in pairs for b in pairs)]
         if any(p and p.search(t) for p in (self.pattern, self.exact) for t in texts):
             return Decision(
@@ -219,9 +217,8 @@ class Secrets(Guard):
         """A RunResult with the secrets taken out of every field that holds text: answer, report,
         failed,
         messages (tool call names and arguments too) and the trace's events."""
-        clean = self.scrub(
-            result
-        )  # every dataclass field, recursively; the trace is not a dataclass
+        # every dataclass field, recursively; the trace is not a dataclass
+        clean = self.scrub(result)
         clean.trace.events = self.scrub(result.trace.events)
         return clean
 
@@ -309,9 +306,8 @@ def run_guarded(
     registry = as_registry(tools)
     budget.tool_tokens = schema_tokens(registry)
     if isinstance(getattr(model, "model", None), str):
-        budget.for_model(
-            model.model
-        )  # a live model is priced as itself; a scripted one as budget.model
+        # a live model is priced as itself; a scripted one as budget.model
+        budget.for_model(model.model)
     # the server enforces what the budget reserves, on models that can cap a reply
     cap = budget.max_output_tokens if hasattr(model, "max_output_tokens") else None
     failure = None
@@ -329,7 +325,7 @@ def run_guarded(
             max_output_tokens=cap,
         )
         budget.settle(result)  # may call watch(), which may raise too
-    except Exception as exc:  # subtle: an error is an output too — its args, str(), notes and chain
+    except Exception as exc:  # an error is an output too — its args, str(), notes and chain
         failure = _scrubbed_error(exc, hidden)
     if failure is not None:  # raised out here, so the original is not even its __context__
         raise failure from None

@@ -105,9 +105,8 @@ class Untrusted(Guard):
         self.detector, self.running = detector, None
 
     def before_tool(self, run, call, tool):
-        self.running = (
-            call  # subtle: in guards() this is asked last, so only when the call will run
-        )
+        # in guards() this is asked last, so only when the call will run
+        self.running = call
         return None
 
     def after_tool(self, run, call, result):

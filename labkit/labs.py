@@ -273,9 +273,8 @@ class Trial:
     attack: str  # the attack's id
     status: str  # how the run ended
     forbidden: list  # the tool executions the attack caused: [(tool, arguments), ...]
-    attempted: bool = (
-        False  # the obedient step made the call the attack wants (else the trial proves nothing)
-    )
+    # the obedient step made the call the attack wants (else the trial proves nothing)
+    attempted: bool = False
     refused: str | None = None  # the error kind that call was answered with; None when it ran
 
 

@@ -171,7 +171,7 @@ def openai_client(
     timeout, max_retries = checked_timeout(timeout), checked_retries(max_retries)
     import openai  # imported here: offline lessons never need it
 
-    # subtle: base_url is always passed, so the SDK never reads a stray OPENAI_BASE_URL
+    # base_url is always passed, so the SDK never reads a stray OPENAI_BASE_URL
     return openai.OpenAI(
         api_key=api_key or "no-key-needed",
         base_url=base_url,
@@ -200,9 +200,8 @@ class _LiveModel:
         self.model, self.base_url = model, shown_url(base_url)
         self.timeout = self._client.timeout
         self.key_source = key_source  # where the key was set, for a 401's fix
-        self.max_output_tokens = (
-            max_output_tokens  # a cap on each reply; None: the server's default
-        )
+        # a cap on each reply; None: the server's default
+        self.max_output_tokens = max_output_tokens
         self.usage = Usage()  # sums only what the server reported
         self.unreported_turns = 0  # replies that came without usage
 
@@ -226,7 +225,7 @@ class _LiveModel:
                 f"bad response: {self.base_url} answered with a web page or plain text, "
                 "not JSON — the base URL must be the API root (usually ending in /v1)"
             )
-        # subtle: warnings=False — a server may send a field the SDK's types do not expect (a tool
+        # warnings=False — a server may send a field the SDK's types do not expect (a tool
         # name as a list); _parse reads whatever came, so the SDK's serializer warning is only noise
         data = raw.to_dict(warnings=False) if hasattr(raw, "to_dict") else raw
         reply = self._parse(data)

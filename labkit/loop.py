@@ -92,9 +92,8 @@ class RunResult:
     messages: list = field(default_factory=list)  # the history, every call paired with its output
     tool_failures: int = 0  # results with "ok": false
     task: str = ""
-    failed: dict = field(
-        default_factory=dict, repr=False
-    )  # tool name -> last failure not recovered
+    # tool name -> last failure not recovered
+    failed: dict = field(default_factory=dict, repr=False)
 
     def __repr__(self):
         tokens = f"{self.usage.total_tokens}{' (estimated)' if self.usage.estimated else ''}"
@@ -189,9 +188,8 @@ def finish(run, reason, message, started, clock, calls=()):
     Example: return finish(result, "turn_limit", "used all 6 turns", started, clock)
     """
     answered = {m.tool_call_id for m in run.messages if m.role == "tool"}
-    for call in [
-        c for c in calls if c.id not in answered
-    ]:  # an unanswered call: unsendable history
+    # an unanswered call: unsendable history
+    for call in [c for c in calls if c.id not in answered]:
         not_run = failure("not_run", f"not run: the run stopped ({reason})")
         run.messages.append(tool_message(call, result_text(not_run)))
         run.trace.add(
@@ -259,7 +257,7 @@ def run(
     """
     started = clock()
     registry, guard = as_registry(tools), guard or Guard()
-    # 1. the history; subtle: a finished run's messages start with a system message
+    # 1. the history; a finished run's messages start with a system message
     history = [m for m in history if m.role != "system"]
     check_pairing(history)
     result = RunResult(trace=Trace(clock), task=task)

@@ -227,22 +227,19 @@ def resolve(old, new_source, new_content, now):
 # ---------------------------------------------------------------- the store
 
 SCHEMA = """
-CREATE TABLE IF NOT EXISTS memories (key INTEGER PRIMARY KEY, tenant TEXT NOT NULL, id TEXT NOT
-NULL,
-  kind TEXT NOT NULL, content TEXT NOT NULL, source TEXT NOT NULL, confidence REAL NOT NULL,
-  importance REAL NOT NULL, created_at REAL NOT NULL, updated_at REAL NOT NULL, expires_at REAL NOT
-  NULL,
-  UNIQUE (tenant, id));
+CREATE TABLE IF NOT EXISTS memories (key INTEGER PRIMARY KEY, tenant TEXT NOT NULL,
+  id TEXT NOT NULL, kind TEXT NOT NULL, content TEXT NOT NULL, source TEXT NOT NULL,
+  confidence REAL NOT NULL, importance REAL NOT NULL, created_at REAL NOT NULL,
+  updated_at REAL NOT NULL, expires_at REAL NOT NULL, UNIQUE (tenant, id));
 CREATE INDEX IF NOT EXISTS memories_expiry ON memories (expires_at);
 CREATE INDEX IF NOT EXISTS memories_tenant ON memories (tenant, expires_at);
 CREATE TABLE IF NOT EXISTS history (seq INTEGER PRIMARY KEY,
-  key INTEGER NOT NULL REFERENCES memories (key) ON DELETE CASCADE, kind TEXT, content TEXT, source
-  TEXT,
-  confidence REAL, importance REAL, updated_at REAL, replaced_at REAL);
+  key INTEGER NOT NULL REFERENCES memories (key) ON DELETE CASCADE, kind TEXT, content TEXT,
+  source TEXT, confidence REAL, importance REAL, updated_at REAL, replaced_at REAL);
 CREATE INDEX IF NOT EXISTS history_key ON history (key);
 CREATE TABLE IF NOT EXISTS terms (tenant TEXT NOT NULL, term TEXT NOT NULL,
-  key INTEGER NOT NULL REFERENCES memories (key) ON DELETE CASCADE, PRIMARY KEY (tenant, term, key))
-  WITHOUT ROWID;
+  key INTEGER NOT NULL REFERENCES memories (key) ON DELETE CASCADE,
+  PRIMARY KEY (tenant, term, key)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS terms_key ON terms (key)
 """
 _COLUMNS = (
@@ -311,7 +308,7 @@ class MemoryStore:
                 )
             self.db.execute("PRAGMA foreign_keys = ON")
             self._retrying(lambda: self.db.execute("PRAGMA journal_mode = WAL"))
-            # subtle: NORMAL in WAL survives a killed process; power loss may undo the last commits
+            # NORMAL in WAL survives a killed process; power loss may undo the last commits
             self.db.execute("PRAGMA synchronous = NORMAL")
             self._write(lambda db: [db.execute(s) for s in SCHEMA.split(";")])
         except sqlite3.DatabaseError as exc:  # "file is not a database", "disk I/O error", ...
@@ -585,7 +582,7 @@ class MemoryStore:
         now, listed = self.clock(), json.dumps(words)
         # the query words travel as one JSON array (json_each), so any number of words is one
         # parameter: one ? per word would stop at SQLite's limits on variables and UNION terms
-        # subtle: n and df count live memories only, so an expired memory cannot sway the weights
+        # n and df count live memories only, so an expired memory cannot sway the weights
         n = self.count(tenant)
         df = dict(
             self.db.execute(
@@ -621,9 +618,8 @@ class MemoryStore:
             for relevance, updated, importance, id, key in matched
         )
         hits = []
-        for value, _, _, key, relevance in heapq.nlargest(
-            limit, scored
-        ):  # only the best become Memory objects
+        # only the best become Memory objects
+        for value, _, _, key, relevance in heapq.nlargest(limit, scored):
             memory = self._row(self.db, "key = ?", (key,))[1]
             hits.append(
                 Hit(
@@ -674,7 +670,7 @@ class MemoryStore:
             )
         now = self.clock()
 
-        def work(db):  # subtle: choose and delete in one transaction, so no write slips in between
+        def work(db):  # choose and delete in one transaction, so no write slips in between
             alive = self.list(tenant)
             drop = {
                 m.id
@@ -775,7 +771,7 @@ class WorkingMemory:
         self._items[item.id] = item
         self.items()  # drop the expired before counting
         while len(self._items) > self.capacity:
-            # subtle: the new item itself leaves when it is the least important one
+            # the new item itself leaves when it is the least important one
             lowest = min(
                 self._items.values(), key=lambda i: (i.importance, i.added_at, int(i.id[1:]))
             )
@@ -881,12 +877,12 @@ def memory_tools(store, tenant, confirm=None, limit=5):
                 "to keep; they are asked before anything is stored",
                 "not_confirmed",
             )
-        # subtle: the words are the model's ("assistant"); only when the person chose them over
+        # the words are the model's ("assistant"); only when the person chose them over
         # their own
         # words are they the person's statement ("user"), protected like the value they replace
         if replacing and old.source == "user":
             record["source"] = "user"
-        # subtle: no lock is held while the person answers; a write by another process in that gap
+        # no lock is held while the person answers; a write by another process in that gap
         # is
         # judged by resolve() like any other
         result = store.write_many([record])[0]
@@ -952,9 +948,8 @@ def memory_tools(store, tenant, confirm=None, limit=5):
     ]
 
 
-if (
-    __name__ == "__main__"
-):  # python -m labkit.memory: the same command line as python -m labkit memory
+# python -m labkit.memory: the same command line as python -m labkit memory
+if __name__ == "__main__":
     from labkit.__main__ import memory_main
 
     sys.exit(memory_main(prog="python -m labkit.memory"))

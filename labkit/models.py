@@ -61,7 +61,7 @@ def _kind(value):
         (dict, "a JSON object"),
         ((list, tuple), "a JSON array"),
     ):
-        if isinstance(value, cls):  # subtle: bool first; True is an int to Python
+        if isinstance(value, cls):  # bool first; True is an int to Python
             return word
     return "null" if value is None else f"a Python {type(value).__name__}"
 

@@ -52,7 +52,7 @@ def slug(title, limit=60):
 
 
 def _clean(title, type, tags):
-    # subtle: split/join, so no newline can reach the front matter or the index
+    # split/join, so no newline can reach the front matter or the index
     title = " ".join(check_text(str(title), "title", UserError).split())
     if not title or len(title) > MAX_TITLE:
         raise UserError(
@@ -173,7 +173,7 @@ class NoteBook:
         Example: book.create("Migrate billing DB", tags=["db"])"""
         title, tags, body = *_clean(title, type, tags), _body(body)  # before the counter moves
         number = self._next_number()
-        # subtle: count on before the note is written; a crash in between skips an id, never reuses
+        # count on before the note is written; a crash in between skips an id, never reuses
         # one
         temporary = self.folder / (COUNTER + ".tmp")
         temporary.write_text(f"n{number + 1}\n", encoding="utf-8")

@@ -64,7 +64,7 @@ def parse_react(text):
              ->  ReactStep("action", "sum", "calculate", '{"expression": "2+2"}')
     """
     text = re.sub(r"```[A-Za-z]*", "", text or "")
-    text = re.split(r"(?im)^\s*observation\s*:", text)[0]  # subtle: what follows is invented
+    text = re.split(r"(?im)^\s*observation\s*:", text)[0]  # what follows is invented
     thought = re.search(r"(?im)^\s*thought\s*:\s*(.*)$", text)
     thought = thought.group(1).strip() if thought else ""
     action = re.search(r"(?im)^\s*action\s*:\s*[`'\"]?([A-Za-z0-9_-]+)", text)
@@ -141,10 +141,11 @@ def run_react(
 
 # ---------------------------------------------------------------- plan-and-execute
 
-PLANNER_PROMPT = """Break the task into at most {max_steps} short steps, each doable with these
-tools:
-{tools}
-Reply with a numbered list of steps and nothing else. The last step answers the task."""
+PLANNER_PROMPT = (
+    "Break the task into at most {max_steps} short steps, each doable with these tools:\n"
+    "{tools}\n"
+    "Reply with a numbered list of steps and nothing else. The last step answers the task."
+)
 EXECUTOR_PROMPT = "Task: {task}\nPlan: {plan}\nNow do step {number} of {total} only: {step}"
 
 

@@ -40,7 +40,7 @@ def approval_question(call, tool, width=80):
     """What the person is asked: every argument on its own line, each value clipped separately, and
     where the data goes when the tool sends it off the machine.
 
-    subtle: one clip over the whole call would let a long first argument push `to` out of sight;
+    One clip over the whole call would let a long first argument push `to` out of sight;
     values
     are JSON-encoded, so a newline inside one cannot fake another argument's line.
     Example: approval_question(call, send_email)
@@ -104,11 +104,10 @@ class Permissions(Guard):
                 "is not allow-listed, after untrusted content)"
             )
         )
+        # a broken approval prompt must not mean yes — nor read as a no
         try:
             answer = self.approve(call, tool) if self.approve else None
-        except (
-            Exception
-        ) as exc:  # subtle: a broken approval prompt must not mean yes — nor read as a no
+        except Exception as exc:
             return Decision(
                 "refuse",
                 "approval_error",

@@ -159,7 +159,7 @@ def _pack(units, max_chars, overlap):
             break
         nxt = j + 1
         while nxt - 1 > i and units[j][1] - units[nxt - 1][0] <= overlap:
-            nxt -= 1  # subtle: always > i, so chunking advances
+            nxt -= 1  # always > i, so chunking advances
         i = nxt
     return spans
 
@@ -392,7 +392,7 @@ class Library:
     def search(self, query, k=5, method="hybrid", depth=30):
         """The k best chunks as [Hit], best first. Example: lib.search("jitter", 3, "bm25")"""
         for name, value in (("k", k), ("depth", depth)):
-            # subtle: k=-1 would silently mean "none" (or, sliced, "all but the last")
+            # k=-1 would silently mean "none" (or, sliced, "all but the last")
             if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
                 raise UserError(
                     f"{name}={value!r} — {name} is how many chunks to rank: a whole "

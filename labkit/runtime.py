@@ -72,9 +72,8 @@ def operation_id(principal, tool, arguments, scope=None):
             "arguments must be JSON values (dict, list, str, number, bool, None) — "
             "pass them as the tool receives them"
         )
-    return (
-        "op_" + hashlib.sha256(key.encode()).hexdigest()[:16]
-    )  # 64 bits: readable, and plenty here
+    # 64 bits: readable, and plenty here
+    return "op_" + hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
 def _scope(scope):
@@ -122,7 +121,7 @@ class OperationStore:
                 f"cannot open the operation store {path} ({problem}) — check that its "
                 "folder exists and is writable"
             )
-        # subtle: under WAL, NORMAL may lose the last commits on power loss; FULL fsyncs every
+        # under WAL, NORMAL may lose the last commits on power loss; FULL fsyncs every
         # commit
         self.db.execute(f"PRAGMA synchronous={synchronous}")
         self.db.execute(
@@ -146,7 +145,7 @@ class OperationStore:
 
     def settle(self, operation_id, status, result, was=("in_flight", "needs_reconcile")):
         """Record an outcome, only while the operation is in one of the `was` statuses."""
-        # subtle: default=str, so a tool returning a non-JSON value still gets its success recorded
+        # default=str, so a tool returning a non-JSON value still gets its success recorded
         cursor = self.db.execute(
             f"UPDATE operations SET status = ?, result = ? WHERE operation_id = ? AND status IN "
             f"({','.join('?' * len(was))})",
@@ -260,21 +259,18 @@ class ToolRuntime:
         try:  # the tool, the stored text and the conflict check all see the normalized arguments
             arguments = self.arguments_for(name, arguments)
         except ArgumentError as exc:
-            return _refused(
-                operation_id, exc.kind, str(exc), "rejected"
-            )  # the message says how to fix
+            # the message says how to fix
+            return _refused(operation_id, exc.kind, str(exc), "rejected")
         text = canonical(arguments)
         stored = self.store.get(operation_id)
         if decide(stored, name, text) == "execute":
             self.failpoint("before_persist")
-            if self.store.claim(
-                operation_id, name, text
-            ):  # in_flight is durable before the tool runs
+            # in_flight is durable before the tool runs
+            if self.store.claim(operation_id, name, text):
                 self.failpoint("after_persist")
                 return self._execute(tool, arguments, operation_id)
-            stored = self.store.get(
-                operation_id
-            )  # subtle: another worker claimed it after our read
+            # another worker claimed it after our read
+            stored = self.store.get(operation_id)
         return self._stored(stored, name, text)
 
     def _stored(self, stored, name, text):
@@ -295,7 +291,7 @@ class ToolRuntime:
         return {**stored.result, "replayed": True}
 
     def _execute(self, tool, arguments, op):
-        # subtle: a risk="low" tool only reads, so it has no side effect that could be unknown: its
+        # a risk="low" tool only reads, so it has no side effect that could be unknown: its
         # exceptions (and timeouts) are failures. This trusts the label: a tool that writes must
         # never
         # be marked low, or a crash after its write would be recorded as "did not happen".
@@ -348,7 +344,7 @@ class ToolRuntime:
         worker = threading.Thread(target=target, daemon=True)
         worker.start()
         worker.join(self.timeout)
-        if worker.is_alive():  # subtle: the call goes on in the background; its outcome is unknown
+        if worker.is_alive():  # the call goes on in the background; its outcome is unknown
             raise TimeoutError(f"no answer after {self.timeout} s")
         if "error" in box:
             raise box["error"]

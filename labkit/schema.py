@@ -47,7 +47,7 @@ def _no_duplicates(pairs):
 
 def _finite(text):
     number = float(text)
-    if not math.isfinite(number):  # subtle: json.loads turns 1e999 into inf without complaint
+    if not math.isfinite(number):  # json.loads turns 1e999 into inf without complaint
         raise ArgumentError(
             f"the number {text} is too large for JSON — send a finite number", "invalid_json"
         )
@@ -365,7 +365,7 @@ def normalize_arguments(value, schema):
     """Valid arguments in one canonical form: a whole-number float becomes an int where the schema
     says integer.
 
-    subtle: JSON does not tell 30 from 30.0, and validation accepts both as an integer (as JSON
+    JSON does not tell 30 from 30.0, and validation accepts both as an integer (as JSON
     Schema
     does); the tool, and any operation id derived from the arguments (07_runtime), must see one
     value.

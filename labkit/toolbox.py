@@ -132,16 +132,15 @@ def get_weather(city: str) -> dict:
     }
 
 
-DOC_PATTERN = re.compile(
-    r"^handbook-[a-z0-9][a-z0-9-]*\.md$"
-)  # the handbook: what the agent may read
+# the handbook: what the agent may read
+DOC_PATTERN = re.compile(r"^handbook-[a-z0-9][a-z0-9-]*\.md$")
 MAX_DOC_BYTES = 16_000
 
 
 def _doc_names(root):
     if not root.is_dir():
         return []
-    with os.scandir(root) as entries:  # subtle: symlinks are never listed, so never readable
+    with os.scandir(root) as entries:  # symlinks are never listed, so never readable
         return sorted(
             e.name
             for e in entries

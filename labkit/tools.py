@@ -27,11 +27,12 @@ from .schema import (
     validate_arguments,
 )
 
+# low: reads only; medium: reversible writes; high: needs approval
 RISKS = (
     "low",
     "medium",
     "high",
-)  # low: reads only; medium: reversible writes; high: needs approval
+)
 MAX_RESULT_CHARS = 4_000  # results longer than this are cut, with a visible marker
 NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # what the OpenAI API accepts as a tool name
 
@@ -88,11 +89,12 @@ class Tool:
         if isinstance(self.egress, bool):
             return self.egress
         names = (self.egress,) if isinstance(self.egress, str) else self.egress
+        # text, or a list of texts
         texts = [
             n
             for n, s in self.parameters.get("properties", {}).items()
             if "string" in _types(s) + _types(s.get("items"))
-        ]  # text, or a list of texts
+        ]
         if not isinstance(names, (tuple, list)) or not names or any(n not in texts for n in names):
             raise UserError(
                 f"tool {self.name}: egress={self.egress!r} names no text argument — "
@@ -126,7 +128,7 @@ def _schema_for(hint, where):
         return {"type": "array", "items": _schema_for(args[0], where)}
     if origin in (typing.Union, types.UnionType) and len(args) == 2 and type(None) in args:
         inner = _schema_for(next(a for a in args if a is not type(None)), where)
-        if "enum" in inner:  # subtle: null must be in the enum too, or null is refused
+        if "enum" in inner:  # null must be in the enum too, or null is refused
             inner["enum"] = inner["enum"] + [None]
         inner["type"] = (
             [inner["type"], "null"] if isinstance(inner["type"], str) else inner["type"] + ["null"]
@@ -272,9 +274,8 @@ def execute(call: ToolCall, registry: ToolRegistry, allowed: list | None = None)
     """
     if call.problem:  # a name or arguments that were not text (models.ToolCall)
         return failure("malformed_call", call.problem)
-    usable = [
-        n for n in registry.names() if allowed is None or n in allowed
-    ]  # what the model may call
+    # what the model may call
+    usable = [n for n in registry.names() if allowed is None or n in allowed]
     if allowed is not None and call.name not in allowed:
         return failure(
             "not_allowed",
@@ -300,7 +301,7 @@ def execute(call: ToolCall, registry: ToolRegistry, allowed: list | None = None)
         return failure("permission_denied", redact(f"{t.name} was refused: {exc}"))
     except ToolError as exc:
         return failure(exc.kind, redact(str(exc)))
-    except Exception as exc:  # subtle: a crashing tool is the tool's fault; the run goes on
+    except Exception as exc:  # a crashing tool is the tool's fault; the run goes on
         return failure(
             "tool_crashed",
             redact(
