@@ -32,7 +32,7 @@ PRICES = {  # USD per 1M tokens (input, output), standard tier. An ESTIMATE copi
 }
 
 
-def estimated_cost(model, input_tokens, output_tokens):
+def estimated_cost(model: str, input_tokens: int, output_tokens: int) -> Fraction | None:
     """USD for one call, from PRICES (exact fractions: no rounding drift); None for an unknown
     model.
 
@@ -44,7 +44,7 @@ def estimated_cost(model, input_tokens, output_tokens):
     return (input_tokens * per_in + output_tokens * per_out) / 1_000_000
 
 
-def schema_tokens(tools):
+def schema_tokens(tools) -> int:
     """The estimated size of the tool schemas a live model is sent with every call (its server
     counts them).
 
@@ -196,41 +196,33 @@ class Budget(Guard):
     def before_model(self, run):
         self.settle(run)
         if run.turns >= self.max_turns:
-            return Decision(
-                "stop",
-                "turn_limit",
-                f"turn budget: all {self.max_turns} turns used — raise max_turns or split the task",
+            said = (
+                f"turn budget: all {self.max_turns} turns used — raise max_turns or split the task"
             )
+            return Decision("stop", "turn_limit", said)
         self._asked = self.forecast(run.messages)
         (raw, need), reserve = self._asked, self.max_output_tokens
         if need > self.max_input_tokens:
             margin = f" ({need:,} with the safety margin)" if need != raw else ""
-            return Decision(
-                "stop",
-                "budget_exhausted",
-                f"input too large: about {raw:,} tokens estimated{margin}; one"
-                f" call may send {self.max_input_tokens:,} — shorten the task or the documents, or "
-                "split it",
+            said = (
+                f"input too large: about {raw:,} tokens estimated{margin}; one call may send "
+                f"{self.max_input_tokens:,} — shorten the task or the documents, or split it"
             )
+            return Decision("stop", "budget_exhausted", said)
         if self.max_tokens is not None and self.tokens + need + reserve > self.max_tokens:
-            return Decision(
-                "stop",
-                "budget_exhausted",
-                f"token budget: {self.tokens:,} of {self.max_tokens:,} used "
-                f"and the next call may need {need + reserve:,} — raise max_tokens or narrow the "
-                "task",
+            said = (
+                f"token budget: {self.tokens:,} of {self.max_tokens:,} used and the next call "
+                f"may need {need + reserve:,} — raise max_tokens or narrow the task"
             )
-        if self.max_cost is not None and self.cost + estimated_cost(
-            self.model, need, reserve
-        ) > Fraction(str(self.max_cost)):
-            return Decision(
-                "stop",
-                "budget_exhausted",
-                f"cost budget: ${float(self.cost):.6f} of ${self.max_cost:.6f}"
-                " used and the next call may cost "
-                f"${float(estimated_cost(self.model, need, reserve)):.6f}"
-                " (estimated) — raise max_cost or narrow the task",
+            return Decision("stop", "budget_exhausted", said)
+        next_cost = estimated_cost(self.model, need, reserve)
+        if self.max_cost is not None and self.cost + next_cost > Fraction(str(self.max_cost)):
+            said = (
+                f"cost budget: ${float(self.cost):.6f} of ${self.max_cost:.6f} used and the "
+                f"next call may cost ${float(next_cost):.6f} (estimated) — raise max_cost or "
+                "narrow the task"
             )
+            return Decision("stop", "budget_exhausted", said)
         return None
 
     def forecast(self, messages):

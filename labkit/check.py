@@ -91,7 +91,7 @@ def _judged(judge, got, expected, otherwise):
         return otherwise
 
 
-def load_task(name):
+def load_task(name: str) -> Task:
     """The Task for a notebook name. Example: load_task("01_setup").title"""
     if name not in NOTEBOOKS:
         raise UserError(f"there is no task {name!r} — use one of {', '.join(NOTEBOOKS)}")

@@ -50,7 +50,7 @@ EVALS_DIR = DATA_DIR / "evals"  # frozen scenario, attack and query sets
 RUNTIME_DIR = REPO_ROOT / ".runtime"  # git-ignored: the default stores and caches
 
 
-def shown_url(url):
+def shown_url(url: str) -> str:
     """A URL safe to print: user:password and every query value masked.
 
     Example: shown_url("http://ana:pw@127.0.0.1/v1?key=k")  ->  "http://***@127.0.0.1/v1?key=***"
@@ -266,7 +266,7 @@ def _bad_lines(shown, bad):
     )
 
 
-def load_settings(mode=None, environ=None):
+def load_settings(mode: str | None = None, environ: dict | None = None) -> Settings:
     """Read and check the settings in the shell and .env: the shell wins; a blank value is unset.
 
     Each problem raises its own UserError naming the variable, where it was set and the fix.
@@ -359,7 +359,12 @@ def load_settings(mode=None, environ=None):
     )
 
 
-def key_problem(key, official=True, key_name="OPENAI_API_KEY", source=None):
+def key_problem(
+    key: str | None,
+    official: bool = True,
+    key_name: str = "OPENAI_API_KEY",
+    source: str | None = None,
+) -> str | None:
     """Return what is wrong with a key as one line, or None when it looks usable. Never echoes it.
 
     `source` says where the key was set ("the shell", ".env line 7"): the fix points there.
@@ -424,7 +429,7 @@ def secret_pattern(secrets):
     return _secret_regex(tuple(sorted({s for s in secrets if isinstance(s, str) and s.strip()})))
 
 
-def redact(text, secrets=()):
+def redact(text, secrets=()) -> str:
     """Replace every configured key, each given secret, anything key-like and URL credentials.
 
     Example: redact("Incorrect API key provided: sk-proj-abc123")  ->  "...provided: sk-***"

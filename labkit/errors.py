@@ -84,7 +84,13 @@ def _server_message(exc):
     return ""
 
 
-def describe_failure(exc, model=None, base_url=None, timeout=None, key_source=None):
+def describe_failure(
+    exc: BaseException,
+    model: str | None = None,
+    base_url: str | None = None,
+    timeout: float | None = None,
+    key_source: str | None = None,
+) -> tuple[type, str]:
     """Map an SDK/network/parse exception to (labkit error class, one-line message).
 
     model, base_url and timeout default to labkit's defaults; key_source says where the key was
@@ -165,7 +171,14 @@ def describe_failure(exc, model=None, base_url=None, timeout=None, key_source=No
     return LabkitError, clip(f"{type(exc).__name__}: {config.redact(exc)}", 300)
 
 
-def call_service(send, model=None, base_url=None, timeout=None, key_source=None, secrets=()):
+def call_service(
+    send,
+    model: str | None = None,
+    base_url: str | None = None,
+    timeout: float | None = None,
+    key_source: str | None = None,
+    secrets=(),
+):
     """Return send(); an SDK or network failure becomes one labkit error that keeps nothing of it.
 
     Example: call_service(lambda: client.responses.create(**body), "gpt-5-mini", secrets=(key,))
@@ -182,7 +195,7 @@ def call_service(send, model=None, base_url=None, timeout=None, key_source=None,
     raise error from None
 
 
-def explain(error):
+def explain(error: BaseException) -> str:
     """One line, "what happened — what to do", for any failure (or an incomplete Reply).
 
     Example: explain(UserError("OPENAI_API_KEY is not set — ..."))  ->  that same line

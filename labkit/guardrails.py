@@ -20,6 +20,7 @@ from .config import SHORT_KEY, configured_keys, redact, secret_pattern
 from .errors import LabkitError, ServiceError, UserError
 from .injection import Untrusted, detect_injection, json_strings
 from .loop import DEFAULT_SYSTEM, Decision, Guard, RunResult, run
+from .models import ToolCall
 from .permissions import Permissions
 from .schema import ArgumentError, canonical, parse_arguments, validate_arguments
 from .tools import as_registry
@@ -85,7 +86,7 @@ class Malformed(Guard):
         )
 
 
-def fingerprint(call):
+def fingerprint(call: ToolCall) -> str:
     """The tool and its canonically serialised arguments: key order, spacing and escapes do not
     matter.
 
@@ -99,7 +100,7 @@ def fingerprint(call):
     return f"{call.name} {arguments}" + (" (malformed)" if call.problem else "")
 
 
-def same_call(a, b):
+def same_call(a: ToolCall, b: ToolCall) -> bool:
     """Whether two tool calls are the same call (the reference for the 05_guardrails task).
 
     Example: same_call(ToolCall("1", "f", '{"a": 1, "b": 2}'), ToolCall("2", "f", '{"b":2,"a":1}'))
@@ -227,13 +228,13 @@ class Secrets(Guard):
 
 
 def guards(
-    budget=None,
-    max_risk="low",
+    budget: Budget | None = None,
+    max_risk: str = "low",
     approve=None,
     secrets=(),
     detector=detect_injection,
     allowed_hosts=(),
-):
+) -> "Guards":
     """Every guard of this stage, in the order they are asked.
     Example: loop.run(..., guard=guards())"""
     return Guards(

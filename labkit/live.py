@@ -30,7 +30,7 @@ from .errors import ServiceError, UserError, call_service, explain
 from .models import Reply, ScriptedModel, ToolCall, Usage, check_pairing, tighter, to_api
 
 
-def read_output(items):
+def read_output(items: list) -> tuple[str, list[ToolCall]]:
     """Read a Responses API `output` list into (text, [ToolCall, ...]); skip reasoning and others.
 
     Example: read_output([{"type": "message", "content": [{"type": "output_text", "text": "hi"}]}])
@@ -127,7 +127,9 @@ def chat_body(model, messages, tools=(), max_output_tokens=None):
     return body
 
 
-def request_preview(messages, tools=(), api=None, model=None):
+def request_preview(
+    messages: list, tools=(), api: str | None = None, model: str | None = None
+) -> dict:
     """The exact JSON body live mode would POST, computed offline (no key, no network).
 
     Example: request_preview([user("ping")])["input"]  ->  [{"role": "user", "content": "ping"}]
@@ -153,12 +155,12 @@ def _usage(data, names):
 
 
 def openai_client(
-    api_key=None,
-    base_url=OFFICIAL_BASE_URL,
-    timeout=TIMEOUT_SECONDS,
-    max_retries=0,
-    key_name="OPENAI_API_KEY",
-    key_source=None,
+    api_key: str | None = None,
+    base_url: str = OFFICIAL_BASE_URL,
+    timeout: float = TIMEOUT_SECONDS,
+    max_retries: int = 0,
+    key_name: str = "OPENAI_API_KEY",
+    key_source: str | None = None,
 ):
     """The one way labkit makes an `openai.OpenAI` client: the key and the settings checked first.
 
@@ -325,7 +327,9 @@ class ChatModel(_LiveModel):
         )
 
 
-def connect(mode=None, script=(), max_output_tokens=None):
+def connect(
+    mode: str | None = None, script=(), max_output_tokens: int | None = None
+) -> "ScriptedModel | ResponsesModel | ChatModel":
     """The model the settings ask for: scripted offline (the default), or live.
 
     Example: model = connect(script=[say("pong")])   # offline: replays the script
@@ -348,7 +352,7 @@ def connect(mode=None, script=(), max_output_tokens=None):
     )
 
 
-def describe(model):
+def describe(model) -> str:
     """One line saying which model answers and how to switch. Example: print(describe(model))"""
     if isinstance(model, ScriptedModel):
         return (
@@ -386,7 +390,7 @@ def _package_report():
     return f"{len(wrong)} differ from the lock: {', '.join(wrong[:4])} — run: make clean-venv lab"
 
 
-def doctor(environ=None):
+def doctor(environ: dict | None = None) -> bool:
     """Print a health report: Python, packages, mode, .env, key (never its value), model, endpoint.
 
     Returns whether labkit can run as configured; when it cannot, a "problem" line says why.

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 
 from .errors import ServiceError, UserError, explain
-from .models import Reply, Usage, check_pairing, tool_message, user
+from .models import Reply, ToolCall, Usage, check_pairing, tool_message, user
 from .models import system as system_message
 from .tools import as_registry, execute, failure, result_text
 from .trace import Trace, clip, describe_call
@@ -145,7 +145,9 @@ def _consult(run, decision, where, actions=("allow", "refuse", "stop")):
     return None if decision.action == "allow" else decision
 
 
-def model_turn(run, model, tools, started, clock, max_output_tokens=None):
+def model_turn(
+    run: RunResult, model, tools, started: float, clock, max_output_tokens: int | None = None
+) -> Reply | None:
     """One model turn: call the model with the history, add its usage, trace it, append its reply.
 
     Returns the reply, or None when the service failed: the run is then finished (service_error).
@@ -165,7 +167,7 @@ def model_turn(run, model, tools, started, clock, max_output_tokens=None):
     return reply
 
 
-def record(run, call, result, elapsed=0.0):
+def record(run: RunResult, call: ToolCall, result, elapsed: float = 0.0) -> None:
     """Append one call's result to the history (paired by call_id) and the trace; count it.
 
     Example: record(result, call, execute(call, registry))
@@ -182,7 +184,7 @@ def record(run, call, result, elapsed=0.0):
         run.failed[call.name] = f"failed: {describe_call(call)} -> {result.get('error')}"
 
 
-def finish(run, reason, message, started, clock, calls=()):
+def finish(run: RunResult, reason: str, message: str, started: float, clock, calls=()) -> RunResult:
     """End the run: answer unanswered calls with "not_run", write the stop, the report and the time.
 
     Example: return finish(result, "turn_limit", "used all 6 turns", started, clock)

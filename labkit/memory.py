@@ -12,6 +12,9 @@ free text (a model's job; here the id names what a memory is about), power-loss 
 sync).
 """
 
+# MemoryStore.list would shadow the built-in list in the annotations of the methods after it
+from __future__ import annotations
+
 import heapq
 import json
 import math
@@ -129,7 +132,7 @@ def _memory_id(id):
     return id
 
 
-def record_problems(record):
+def record_problems(record: dict) -> dict:
     """What is wrong with a memory record, as {field: "what — fix"}; empty when it may be stored.
 
     Example: record_problems({..., "confirmed": False})  ->  {"confirmed": "the user has not ..."}
@@ -183,28 +186,28 @@ def record_problems(record):
     return problems
 
 
-def tokens(text):
+def tokens(text: str) -> list[str]:
     """The keywords of a text: lower-cased words, minus stopwords. Example: tokens("I like Tea")
     ->  ["like", "tea"]"""
     return [w for w in re.findall(r"\w+", text.casefold()) if len(w) > 1 and w not in STOPWORDS]
 
 
-def idf(df, n):
+def idf(df: int, n: int) -> float:
     """Inverse document frequency: rare words weigh more. Example: idf(1, 100) > idf(50, 100)"""
     return math.log((n + 1) / (df + 1)) + 1.0
 
 
-def recency(age_seconds, half_life_days=HALF_LIFE_DAYS):
+def recency(age_seconds: float, half_life_days: float = HALF_LIFE_DAYS) -> float:
     """1.0 for a fresh memory, 0.5 after one half-life. Example: recency(30 * DAY)  ->  0.5"""
     return 0.5 ** (max(age_seconds, 0.0) / (half_life_days * DAY))
 
 
-def score(relevance, recency, importance):
+def score(relevance: float, recency: float, importance: float) -> float:
     """The ranking formula. Example: score(1.0, 0.5, 1.0)  ->  0.6"""
     return relevance * recency * (0.8 + 0.4 * importance)
 
 
-def resolve(old, new_source, new_content, now):
+def resolve(old: Memory | None, new_source: str, new_content: str, now: float) -> tuple[str, str]:
     """Decide what a write to an existing id does: (status, reason). Newer and explicit wins.
 
     Example: resolve(None, "user", "metric", now)  ->  ("created", "")
@@ -321,7 +324,7 @@ class MemoryStore:
             return
         raise UserError(f"{cannot} {fix}")  # out here: sqlite's error is not its __context__
 
-    def close(self):
+    def close(self) -> None:
         self.db.close()
 
     def __enter__(self):
@@ -369,17 +372,17 @@ class MemoryStore:
 
     def write(
         self,
-        tenant,
-        content,
+        tenant: str,
+        content: str,
         *,
-        id=None,
-        kind="preference",
-        confirmed=False,
-        source="user",
-        confidence=1.0,
-        importance=0.5,
-        ttl_days=90,
-    ):
+        id: str | None = None,
+        kind: str = "preference",
+        confirmed: bool = False,
+        source: str = "user",
+        confidence: float = 1.0,
+        importance: float = 0.5,
+        ttl_days: float = 90,
+    ) -> WriteResult:
         """Store one memory the user confirmed; the same id replaces the old value (kept in
         history).
 
@@ -404,7 +407,7 @@ class MemoryStore:
             ]
         )[0]
 
-    def write_many(self, records):
+    def write_many(self, records: list[dict]) -> list[WriteResult]:
         """Store several records in one transaction (all or none).
         Example: store.write_many([{...}, {...}])"""
         records = [
@@ -516,7 +519,7 @@ class MemoryStore:
         row = db.execute(f"SELECT key, {_COLUMNS} FROM memories WHERE {where}", params).fetchone()
         return (row[0], Memory(*row[1:])) if row else None
 
-    def get(self, tenant, id):
+    def get(self, tenant: str, id: str) -> Memory | None:
         """The live memory with this id, or None. Example: store.get("ana", "units").content"""
         tenant, id = _tenant(tenant), _memory_id(id)
         found = self._row(
@@ -524,7 +527,7 @@ class MemoryStore:
         )
         return found and found[1]
 
-    def list(self, tenant, kind=None):
+    def list(self, tenant: str, kind: str | None = None) -> list[Memory]:
         """Every live memory of a tenant, oldest first.
         Example: [m.id for m in store.list("ana")]"""
         tenant = _tenant(tenant)
@@ -535,7 +538,7 @@ class MemoryStore:
         )
         return [Memory(*row) for row in rows]
 
-    def count(self, tenant):
+    def count(self, tenant: str) -> int:
         """How many live memories a tenant has. Example: store.count("ana")  ->  3"""
         tenant = _tenant(tenant)
         return self.db.execute(
@@ -543,7 +546,7 @@ class MemoryStore:
             (tenant, self.clock()),
         ).fetchone()[0]
 
-    def history(self, tenant, id):
+    def history(self, tenant: str, id: str) -> list[dict]:
         """The values this memory had before, oldest first.
         Example: store.history("ana", "units")"""
         tenant, id = _tenant(tenant), _memory_id(id)
@@ -564,7 +567,9 @@ class MemoryStore:
         )
         return [dict(zip(names, row, strict=True)) for row in rows]
 
-    def recall(self, tenant, query, limit=5, half_life_days=HALF_LIFE_DAYS):
+    def recall(
+        self, tenant: str, query: str, limit: int = 5, half_life_days: float = HALF_LIFE_DAYS
+    ) -> list[Hit]:
         """The memories most worth showing for a query, best first, with why they scored.
 
         Example: [h.memory.content for h in store.recall("ana", "which units?")]
@@ -634,7 +639,7 @@ class MemoryStore:
 
     # ---- forgetting and privacy
 
-    def delete(self, tenant, id):
+    def delete(self, tenant: str, id: str) -> Memory:
         """Delete one memory with its history. Example: store.delete("ana", "units")"""
         tenant, id = _tenant(tenant), _memory_id(id)
 
@@ -651,13 +656,13 @@ class MemoryStore:
 
     def forget(
         self,
-        tenant,
+        tenant: str,
         *,
-        below_importance=None,
-        older_than_days=None,
-        keep=None,
-        half_life_days=HALF_LIFE_DAYS,
-    ):
+        below_importance: float | None = None,
+        older_than_days: float | None = None,
+        keep: int | None = None,
+        half_life_days: float = HALF_LIFE_DAYS,
+    ) -> list[str]:
         """Delete by importance, by age, or down to `keep` memories (lowest priority first); returns
         the ids.
 
@@ -695,7 +700,7 @@ class MemoryStore:
 
         return self._write(work)
 
-    def export(self, tenant):
+    def export(self, tenant: str) -> dict:
         """Everything stored about a tenant, with history, as JSON-able data.
         Example: store.export("ana")"""
         tenant = _tenant(tenant)
@@ -823,7 +828,7 @@ class WorkingMemory:
 # ---------------------------------------------------------------- tools for an agent
 
 
-def memory_tools(store, tenant, confirm=None, limit=5):
+def memory_tools(store: MemoryStore, tenant: str, confirm=None, limit: int = 5) -> list[Tool]:
     """The `remember` and `recall` tools of one tenant. Only the person confirms, never the model.
 
     `remember` asks `confirm(question)` (the person, through your app) before it writes, naming the

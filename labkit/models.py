@@ -160,7 +160,7 @@ def as_tool_spec(tool):
     return ToolSpec(get("name"), get("description", ""), get("parameters"), get("strict", True))
 
 
-def to_api(tool, api):
+def to_api(tool, api: str) -> dict:
     """A tool spec as the Responses API or the Chat Completions API wants it in `tools=[...]`.
 
     The one renderer: the live adapters, request previews and ToolRegistry.specs all use it.
@@ -180,7 +180,7 @@ def to_api(tool, api):
     raise UserError(f"api {api!r} is not one of responses, chat")
 
 
-def tighter(cap, other):
+def tighter(cap: int | None, other: int | None) -> int | None:
     """The smaller of two output caps, where None means no cap. Example: tighter(None, 50) -> 50"""
     return other if cap is None else cap if other is None else min(cap, other)
 

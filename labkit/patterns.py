@@ -56,7 +56,7 @@ class ReactStep:
     answer: str = ""  # finish: the final answer
 
 
-def parse_react(text):
+def parse_react(text: str) -> ReactStep:
     """Read one ReAct reply; tolerant of prose around it, code fences and case drift.
 
     Raises ModelBehaviorError (with what to write instead) when there is no Action or Finish.
@@ -149,7 +149,7 @@ PLANNER_PROMPT = (
 EXECUTOR_PROMPT = "Task: {task}\nPlan: {plan}\nNow do step {number} of {total} only: {step}"
 
 
-def parse_plan(text, max_steps=5):
+def parse_plan(text: str, max_steps: int = 5) -> list[str]:
     """The steps of a numbered (or bulleted) list. Example: parse_plan("1. a\\n2. b")
     ->  ["a", "b"]"""
     steps = [s.strip() for s in re.findall(r"(?m)^\s*(?:\d+[.):]|[-*•])\s+(.+)$", text or "")]

@@ -16,8 +16,9 @@ from urllib.parse import urlsplit
 from .errors import UserError
 from .injection import UNTRUSTED
 from .loop import Decision, Guard
+from .models import ToolCall
 from .schema import ArgumentError, parse_arguments
-from .tools import RISKS, approved, risk_above
+from .tools import RISKS, Tool, approved, risk_above
 from .trace import describe_call
 
 
@@ -36,7 +37,7 @@ def _shown_value(value, width):
     )
 
 
-def approval_question(call, tool, width=80):
+def approval_question(call: ToolCall, tool: Tool, width: int = 80) -> str:
     """What the person is asked: every argument on its own line, each value clipped separately, and
     where the data goes when the tool sends it off the machine.
 
@@ -80,53 +81,41 @@ class Permissions(Guard):
         if tool is None or call.problem:
             return None  # it never runs: execute() refuses it
         if risk_above(tool.risk, self.max_risk):
-            return Decision(
-                "refuse",
-                "not_permitted",
-                f"{tool.name} is {tool.risk} risk and this run may use tools "
-                f"up to {self.max_risk} risk — it was not run; do the task without it or tell the "
-                "user",
+            said = (
+                f"{tool.name} is {tool.risk} risk and this run may use tools up to "
+                f"{self.max_risk} risk — it was not run; do the task without it or tell the user"
             )
+            return Decision("refuse", "not_permitted", said)
         hosts = outbound(run.messages, call, tool)  # None unless data leaves after untrusted text
         listed = bool(hosts) and all(allow_listed(h, self.allowed_hosts) for h in hosts)
         if tool.risk != "high" and (hosts is None or listed):
-            within = f"{tool.name} is {tool.risk} risk, within max_risk {self.max_risk}"
-            return Decision(
-                "allow",
-                "allow_listed" if listed else "within_risk",
-                within + _egress_note(tool, listed),
+            said = f"{tool.name} is {tool.risk} risk, within max_risk {self.max_risk}"
+            reason = "allow_listed" if listed else "within_risk"
+            return Decision("allow", reason, said + _egress_note(tool, listed))
+        why = ""
+        if hosts is not None and not listed:
+            why = (
+                f" (it would send data to {_where(hosts)}, which is not allow-listed, after "
+                "untrusted content)"
             )
-        why = (
-            ""
-            if hosts is None or listed
-            else (
-                f" (it would send data to {_where(hosts)}, which "
-                "is not allow-listed, after untrusted content)"
-            )
-        )
-        # a broken approval prompt must not mean yes — nor read as a no
         try:
             answer = self.approve(call, tool) if self.approve else None
-        except Exception as exc:
-            return Decision(
-                "refuse",
-                "approval_error",
-                f"the approval callback raised {type(exc).__name__} — "
-                f"{tool.name} was not run; do not retry it; tell the user it could not be approved",
+        except Exception as exc:  # a broken approval prompt must not mean yes — nor read as a no
+            said = (
+                f"the approval callback raised {type(exc).__name__} — {tool.name} was not run; "
+                "do not retry it; tell the user it could not be approved"
             )
+            return Decision("refuse", "approval_error", said)
         if approved(answer):
             return Decision("allow", "approved", f"the user approved {describe_call(call)}{why}")
-        asked = (
-            "no one was asked (no approve callback)"
-            if self.approve is None
-            else "the user did not approve it"
+        asked = "no one was asked (no approve callback)"
+        if self.approve is not None:
+            asked = "the user did not approve it"
+        said = (
+            f"{tool.name} was not run{why}: {asked} — do not retry it; tell the user what you "
+            "would have done"
         )
-        return Decision(
-            "refuse",
-            "not_approved",
-            f"{tool.name} was not run{why}: {asked} — "
-            "do not retry it; tell the user what you would have done",
-        )
+        return Decision("refuse", "not_approved", said)
 
 
 # ---------------------------------------------------------------- data leaving the machine (egress)
@@ -172,7 +161,7 @@ def destinations(call, tool):
     ]
 
 
-def destination_host(value):
+def destination_host(value) -> str | None:
     """The host a destination names — an http(s) URL, an e-mail address or a bare host — in lower
     case; None when it names none plainly (userinfo, a backslash, spaces, other schemes, non-ASCII).
 
@@ -223,7 +212,7 @@ def check_hosts(allowed_hosts):
     return tuple(hosts)
 
 
-def allow_listed(host, allowed_hosts):
+def allow_listed(host: str | None, allowed_hosts) -> bool:
     """Whether a host is on the allow-list: equal to an entry, or below a "*." entry; no substrings.
 
     Example: allow_listed("docs.example.org.exfil.example", ["docs.example.org"])  ->  False

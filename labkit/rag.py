@@ -60,7 +60,7 @@ class Chunk:
         return f"{self.title} / {self.heading}\n{self.text}"
 
 
-def load_corpus(folder=DOCS_DIR, names=CORPUS):
+def load_corpus(folder=DOCS_DIR, names=CORPUS) -> list[Document]:
     """Read Markdown documents; `names=None` reads every *.md in the folder, sorted.
 
     Example: [d.doc_id for d in load_corpus()][:2]  ->  ["api-keys", "context-windows"]
@@ -91,7 +91,7 @@ _WORD = re.compile(r"\w+")
 _UNIT = re.compile(rf"[{_CJK}]|(?:(?![{_CJK}])\w)+")  # a word, or one CJK character
 
 
-def tokenize(text):
+def tokenize(text: str) -> list[str]:
     """Lowercase `\\w+` words; runs of Chinese/Japanese characters become overlapping bigrams.
 
     Limits: no stemming ("retries" != "retry"), no stopwords, bigrams are not real words
@@ -172,7 +172,7 @@ def _check_sizes(size, overlap, unit):
         )
 
 
-def chunk_document(doc, max_chars=600, overlap=100):
+def chunk_document(doc: Document, max_chars: int = 600, overlap: int = 100) -> list[Chunk]:
     """Heading- and paragraph-aware chunks of at most max_chars, never crossing a heading.
 
     Does not handle: "#" lines inside code blocks (they count as headings), tables, front matter.
@@ -327,7 +327,7 @@ class BM25Index:
 # ---------------------------------------------------------------- fusion
 
 
-def rrf(rankings, k=60):
+def rrf(rankings: list, k: float = 60) -> list[tuple]:
     """Reciprocal rank fusion: score(id) = sum of 1 / (k + rank) over the rankings it appears in.
 
     A duplicate within one ranking counts once (at its first rank; later ranks close up).
@@ -389,7 +389,7 @@ class Library:
 
         return cosine_top_k(self.embedder.embed([query])[0], self.vectors, k)
 
-    def search(self, query, k=5, method="hybrid", depth=30):
+    def search(self, query: str, k: int = 5, method: str = "hybrid", depth: int = 30) -> list[Hit]:
         """The k best chunks as [Hit], best first. Example: lib.search("jitter", 3, "bm25")"""
         for name, value in (("k", k), ("depth", depth)):
             # k=-1 would silently mean "none" (or, sliced, "all but the last")

@@ -50,7 +50,7 @@ CRASH_POINTS = ("before_persist", "after_persist", "during_execute", "after_exec
 MAKE_ID = "derive it with operation_id(principal, tool, arguments, scope)"
 
 
-def operation_id(principal, tool, arguments, scope=None):
+def operation_id(principal: str, tool: str, arguments, scope: str | None = None) -> str:
     """A stable id for one intended side effect: the same intent always derives the same id.
 
     principal: who acts (two users refunding one order are two operations); tool + canonical
@@ -165,7 +165,7 @@ class OperationStore:
         self.db.close()
 
 
-def decide(stored, tool, arguments):
+def decide(stored: Operation | None, tool: str, arguments: str) -> str:
     """What dispatch does with an operation_id, given the stored Operation (or None).
 
     "execute": nothing stored; "conflict": the id was used for another tool or other arguments;
@@ -234,7 +234,7 @@ class ToolRuntime:
         validate_arguments(arguments, parameters)
         return check_text(normalize_arguments(arguments, parameters))  # a dict may hold "\\ud83d"
 
-    def dispatch(self, name, arguments, operation_id):
+    def dispatch(self, name: str, arguments: dict | str, operation_id: str) -> dict:
         """Run a tool at most once per operation_id and return its result, stored or fresh.
 
         A missing or blank operation_id is a UserError (derive one with operation_id(...)).
@@ -350,7 +350,7 @@ class ToolRuntime:
             raise box["error"]
         return box.get("data")
 
-    def reconcile(self, operation_id, outcome, data=None):
+    def reconcile(self, operation_id: str, outcome: str, data=None) -> dict:
         """Record what checking the external system found: outcome "succeeded" or "failed".
 
         Example: runtime.reconcile(op, "succeeded", {"refund_id": "R-1"})
@@ -392,7 +392,7 @@ class ToolRuntime:
             raise UserError(f"{operation_id} changed while reconciling — read it again and retry")
         return result
 
-    def recover(self):
+    def recover(self) -> list[str]:
         """At start-up, every in_flight operation left by a dead worker becomes needs_reconcile.
 
         Call it only while no other worker uses the store (production uses leases for this).
@@ -488,7 +488,7 @@ class State:
     rejected: tuple = ()  # ((event kind, why), ...): events refused, kept so nothing is lost
 
 
-def reduce(state, event):
+def reduce(state: State, event) -> State:
     """The next State after one event; illegal, late and stale events are rejected (and kept).
 
     Pure: no store, no clock, no I/O, so a run can be replayed from its events.
@@ -561,17 +561,17 @@ class AgentRun:
 
 def run_agent(
     policy,
-    runtime,
-    initial_state=None,
+    runtime: ToolRuntime,
+    initial_state: State | None = None,
     verify=None,
-    max_steps=6,
+    max_steps: int = 6,
     *,
-    max_writes=2,
-    max_seconds=60.0,
-    principal="agent",
+    max_writes: int = 2,
+    max_seconds: float = 60.0,
+    principal: str = "agent",
     cancel=None,
     clock=time.monotonic,
-):
+) -> AgentRun:
     """Drive `policy(state) -> Action | None` through `runtime` until `verify(state)` holds.
 
     Each step: 1. verified -> completed; 2. cancel() -> cancelled; 3. steps, time and writes are

@@ -58,7 +58,7 @@ def _no_constant(name):
     raise ArgumentError(f"{name} is not valid JSON — send a finite number or null", "invalid_json")
 
 
-def parse_arguments(text):
+def parse_arguments(text: str) -> dict:
     """Parse the model's arguments text into a dict; refuse what JSON forbids.
 
     Example: parse_arguments('{"city": "Paris"}')  ->  {"city": "Paris"}
@@ -164,7 +164,7 @@ def check_text(value, path="arguments", error=None):
     return value
 
 
-def required_id(value, name, how):
+def required_id(value, name: str, how: str) -> str:
     """`value` when it is a usable id: a string, not blank, no spaces at its ends, all UTF-8 text.
 
     Anything else (None, 3, "", "  ", " ana", "\\udcff") raises UserError naming `name`, then `how`
@@ -193,7 +193,7 @@ ANNOTATIONS = ("description", "title", "$comment", "$schema")  # no effect on va
 JSON_TYPES = ("string", "integer", "number", "boolean", "object", "array", "null")
 
 
-def json_type(value):
+def json_type(value) -> str:
     """The JSON type name of a parsed value ("integer" for 3, "boolean" for True, never both).
 
     Example: json_type(True)  ->  "boolean"
@@ -220,7 +220,7 @@ def _has_type(value, name):
     return kind == name or (name == "number" and kind == "integer")
 
 
-def json_equal(a, b):
+def json_equal(a, b) -> bool:
     """Equality as JSON means it: 1 == 1.0, but 1 != true and 0 != false (Python says both are
     equal).
 
@@ -238,7 +238,7 @@ def json_equal(a, b):
     return a == b
 
 
-def check_schema(schema, path="schema"):
+def check_schema(schema, path: str = "schema") -> None:
     """Raise UnsupportedSchema unless every keyword, at every depth, is one validate_arguments
     checks.
 
@@ -343,7 +343,7 @@ def _problems(value, schema, path):
             yield from _problems(item, schema["items"], f"{path}[{i}]")
 
 
-def validate_arguments(arguments, schema, path="arguments"):
+def validate_arguments(arguments, schema: dict, path: str = "arguments") -> None:
     """Check a parsed JSON value against a schema of the supported subset; raise on the first
     problems.
 
@@ -361,7 +361,7 @@ def validate_arguments(arguments, schema, path="arguments"):
         raise ArgumentError("; ".join(problems[:3]) + more)
 
 
-def normalize_arguments(value, schema):
+def normalize_arguments(value, schema: dict):
     """Valid arguments in one canonical form: a whole-number float becomes an int where the schema
     says integer.
 
@@ -403,7 +403,7 @@ def _one_number(value):
     return value
 
 
-def canonical(arguments):
+def canonical(arguments) -> str:
     """One text per JSON value: sorted keys, no spaces, 30.0 written as 30 (05 repeats, 07 operation
     ids).
 
@@ -421,7 +421,7 @@ def canonical(arguments):
     )
 
 
-def check_strict(schema, path="parameters"):
+def check_strict(schema, path: str = "parameters") -> None:
     """Raise UserError unless `schema` is what OpenAI strict mode accepts, at every depth.
 
     Strict mode wants every object closed (additionalProperties: false) and every property required.

@@ -37,7 +37,7 @@ MAX_RESULT_CHARS = 4_000  # results longer than this are cut, with a visible mar
 NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # what the OpenAI API accepts as a tool name
 
 
-def risk_above(risk, max_risk):
+def risk_above(risk: str, max_risk: str) -> bool:
     """Whether a tool of `risk` is above the delegated `max_risk` (low < medium < high).
 
     Example: risk_above("high", "medium")  ->  True
@@ -238,7 +238,7 @@ class ToolRegistry:
         return f"ToolRegistry({', '.join(self.tools)})"
 
 
-def as_registry(tools):
+def as_registry(tools) -> ToolRegistry:
     """`tools` as a ToolRegistry: a registry stays itself, a list of tools (or functions) becomes
     one.
 
@@ -250,7 +250,7 @@ def as_registry(tools):
 # ---------------------------------------------------------------- executing a call
 
 
-def failure(kind, message):
+def failure(kind: str, message: str) -> dict:
     """A result that tells the model what went wrong and how to fix it."""
     return {"ok": False, "error": kind, "message": message}
 
@@ -319,7 +319,7 @@ def execute(call: ToolCall, registry: ToolRegistry, allowed: list | None = None)
         )
 
 
-def result_text(result):
+def result_text(result: dict) -> str:
     """The tool message content for a result.
     Example: result_text({"ok": True, "data": 4}) -> '{"ok": true, "data": 4}'"""
     return json.dumps(result, ensure_ascii=False, allow_nan=False)
@@ -331,7 +331,7 @@ def result_text(result):
 YES_WORDS = frozenset({"y", "yes", "是", "是的", "好", "好的", "可以", "同意"})
 
 
-def approved(answer):
+def approved(answer) -> bool:
     """Whether a person's answer is consent: only True, or exactly one of YES_WORDS; all else is no.
 
     Memory (03: remember, consolidate) and permissions (05) ask through this one rule. A sentence

@@ -29,7 +29,7 @@ class Event:
         return f"{self.turn:>2} {self.kind:<5} {self.summary}{tokens}{clock}"
 
 
-def clip(text, limit=80):
+def clip(text, limit: int = 80) -> str:
     """One line of at most `limit` characters. Example: clip("a\\nb")  ->  "a b" """
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
