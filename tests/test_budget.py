@@ -1,5 +1,4 @@
-"""labkit.guardrails: budgets with 0 overshoot, repeats, malformed calls, permissions, the injection
-boundary over the labelled corpus, canaries that never leak, output escaping, stopping well."""
+"""labkit.budget: turn, call, token and cost budgets with 0 overshoot offline, the meter, prices."""
 
 import json
 import math

@@ -1,5 +1,6 @@
-"""labkit.guardrails: budgets with 0 overshoot, repeats, malformed calls, permissions, the injection
-boundary over the labelled corpus, canaries that never leak, output escaping, stopping well."""
+"""labkit.guardrails (with permissions and injection): repeats, malformed calls, permissions,
+the injection boundary over the labelled corpus, canaries that never leak, output escaping.
+"""
 
 import dataclasses
 import json
@@ -275,13 +276,9 @@ def test_tools_above_the_delegated_risk_never_run_and_the_model_reads_why():
     assert result.trace.text().count("refuse not_permitted") == 2
 
 
-def test_high_risk_needs_approval_and_every_decision_is_in_the_trace():
-    asked = []
-
-    def person(answer):
-        return lambda c, t: asked.append(approval_question(c, t)) or answer
-
-    for answer, runs in [
+@pytest.mark.parametrize(
+    "answer, runs",
+    [
         (True, True),
         ("yes", True),
         ("no", False),
@@ -289,16 +286,24 @@ def test_high_risk_needs_approval_and_every_decision_is_in_the_trace():
         ("sure", False),
         (1, False),
         (None, False),
-    ]:
-        workspace, tools = office()
-        model = ScriptedModel(
-            [call("send_email", to="ana@example.com", subject="hi", body="x"), say("done")]
-        )
-        result = g.run_guarded("Email Ana.", model, tools, max_risk="high", approve=person(answer))
-        assert bool(workspace.outbox) is runs, answer
-        text = result.trace.text()
-        assert ("allow approved the user approved send_email" in text) is runs
-        assert ("refuse not_approved" in text) is (not runs)
+    ],
+)
+def test_high_risk_needs_approval_and_every_decision_is_in_the_trace(answer, runs):
+    asked = []
+
+    def person(c, t):
+        asked.append(approval_question(c, t))
+        return answer
+
+    workspace, tools = office()
+    model = ScriptedModel(
+        [call("send_email", to="ana@example.com", subject="hi", body="x"), say("done")]
+    )
+    result = g.run_guarded("Email Ana.", model, tools, max_risk="high", approve=person)
+    assert bool(workspace.outbox) is runs
+    text = result.trace.text()
+    assert ("allow approved the user approved send_email" in text) is runs
+    assert ("refuse not_approved" in text) is (not runs)
     assert asked[0].startswith('Allow send_email (high risk)?\n  to: "ana@example.com"\n')
 
 
@@ -339,17 +344,18 @@ def test_a_denial_ends_the_call_cleanly_with_a_result_the_model_reads():
     check_pairing(result.messages)
 
 
-def test_approval_fails_closed():
-    def broken(c, t):
-        raise RuntimeError("the approval window crashed")
+def broken_window(c, t):
+    raise RuntimeError("the approval window crashed")
 
-    for approve in (broken, None):
-        workspace, tools = office()
-        model = ScriptedModel(
-            [call("send_email", to="a@example.com", subject="s", body="b"), say("ok")]
-        )
-        g.run_guarded("Email.", model, tools, max_risk="high", approve=approve)
-        assert workspace.outbox == []
+
+@pytest.mark.parametrize("approve", [broken_window, None], ids=["a broken callback", "none"])
+def test_approval_fails_closed(approve):
+    workspace, tools = office()
+    model = ScriptedModel(
+        [call("send_email", to="a@example.com", subject="s", body="b"), say("ok")]
+    )
+    g.run_guarded("Email.", model, tools, max_risk="high", approve=approve)
+    assert workspace.outbox == []
 
 
 def test_a_broken_approval_callback_is_logged_as_broken_not_as_a_no():

@@ -1,5 +1,4 @@
-"""labkit.loop: the loop's stop reasons, paired history, guard seam, ReAct, plan-and-execute,
-scenarios."""
+"""labkit.loop: the loop's stop reasons, paired history, the guard seam, the report it returns."""
 
 import json
 from itertools import count

@@ -102,13 +102,15 @@ def test_the_command_line_gives_the_library_errors(tmp_path, clock):
     assert "Traceback" not in err
 
 
-def test_the_command_line_default_is_in_the_repository_root_from_any_folder(
+@pytest.mark.parametrize("folder", ["notebooks", "elsewhere"])  # e.g. a Jupyter terminal
+def test_the_default_store_is_in_the_repository_root_from_any_folder(folder, tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT / "notebooks" if folder == "notebooks" else tmp_path)
+    assert cli.memory_parser().parse_args(["list"]).db == str(ROOT / ".runtime" / "memory.sqlite3")
+
+
+def test_the_command_line_uses_its_default_store_and_says_where_it_is(
     tmp_path, monkeypatch, capsys
 ):
-    default = ROOT / ".runtime" / "memory.sqlite3"
-    for folder in (ROOT / "notebooks", tmp_path):  # e.g. a Jupyter terminal opened in notebooks/
-        monkeypatch.chdir(folder)
-        assert cli.memory_parser().parse_args(["list"]).db == str(default)
     with pytest.raises(SystemExit):
         cli.memory_main(["list", "--help"])
     assert "in the repository root, whatever folder you run from" in " ".join(

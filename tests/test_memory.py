@@ -282,11 +282,11 @@ def test_reading_or_deleting_by_a_missing_or_blank_id_is_refused(store, method, 
     assert store.count("ana") == 1
 
 
-def test_id_none_lets_the_store_name_the_slot_and_a_blank_id_is_refused(store):
+@pytest.mark.parametrize("blank", ["", "  "])
+def test_id_none_lets_the_store_name_the_slot_and_a_blank_id_is_refused(store, blank):
     assert remember(store, "ana", "Likes jazz").memory.id == "m1"
-    for blank in ("", "  "):
-        with pytest.raises(Refused, match="id must be"):
-            remember(store, "ana", "Likes jazz", id=blank)
+    with pytest.raises(Refused, match="id must be"):
+        remember(store, "ana", "Likes jazz", id=blank)
 
 
 def test_consolidate_asks_nobody_when_the_tenant_is_blank(store, clock):

@@ -1,4 +1,4 @@
-"""Messages, the scripted model, request previews, and the 01_setup task."""
+"""Messages, the scripted model, request previews, the live adapters' request bodies."""
 
 import json
 

@@ -73,10 +73,10 @@ def test_hostile_titles_give_safe_file_names_and_come_back_intact(book, title, n
     assert book.read("n1").title == " ".join(title.split())
 
 
-def test_an_empty_title_is_a_clear_error(book):
-    for title in ("", "   ", "\n"):
-        with pytest.raises(UserError, match="needs a title"):
-            book.create(title, "body")
+@pytest.mark.parametrize("title", ["", "   ", "\n"])
+def test_an_empty_title_is_a_clear_error(book, title):
+    with pytest.raises(UserError, match="needs a title"):
+        book.create(title, "body")
     assert book.list() == []
 
 

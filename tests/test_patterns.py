@@ -1,5 +1,4 @@
-"""labkit.loop: the loop's stop reasons, paired history, guard seam, ReAct, plan-and-execute,
-scenarios."""
+"""labkit.patterns: the ReAct protocol and its parser, plan-and-execute, on the loop's pieces."""
 
 from itertools import count
 
@@ -209,11 +208,9 @@ class Unreachable:
         raise ServiceError("connection failed: could not reach the server — is it running?")
 
 
-def test_react_and_plan_and_execute_stop_with_service_error_like_run():
-    for result in (
-        run_react("2+2?", Unreachable(), [calculate]),
-        plan_and_execute("2+2?", Unreachable(), [calculate]),
-        run("2+2?", Unreachable(), [calculate]),
-    ):
-        assert result.status == "service_error" and "connection failed" in result.next_step
-        check_pairing(result.messages)
+@pytest.mark.parametrize("loop", [run_react, plan_and_execute, run])
+def test_react_and_plan_and_execute_stop_with_service_error_like_run(loop):
+    result = loop("2+2?", Unreachable(), [calculate])
+    assert result.status == "service_error" and "connection failed" in result.next_step
+    assert result.turns == 1
+    check_pairing(result.messages)

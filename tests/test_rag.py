@@ -171,29 +171,27 @@ def random_corpus(seed, n_docs=40, vocab=30):
     return docs, [rng.choice(words) for _ in range(5)] + ["unknown", "w1", "w1"]
 
 
+@pytest.mark.parametrize("k1, b", [(1.5, 0.75), (1.2, 0.0), (0.0, 1.0)])
 @pytest.mark.parametrize("seed", range(5))
-def test_bm25_index_equals_the_naive_loop(seed):
+def test_bm25_index_equals_the_naive_loop(seed, k1, b):
     docs_tokens, query = random_corpus(seed)
-    for k1, b in ((1.5, 0.75), (1.2, 0.0), (0.0, 1.0)):
-        index = BM25Index.build(docs_tokens, k1, b)
-        assert np.array_equal(index.scores(query), np.array(bm25_naive(docs_tokens, query, k1, b)))
+    index = BM25Index.build(docs_tokens, k1, b)
+    assert np.array_equal(index.scores(query), np.array(bm25_naive(docs_tokens, query, k1, b)))
 
 
-def test_bm25_index_equals_bm25s_lucene_within_1e6(chunks):
+@pytest.mark.parametrize(
+    "query",
+    ["how long to wait after a 429", "jitter backoff retry storm", "向量检索 二元组", "sqlite wal"],
+)
+def test_bm25_index_equals_bm25s_lucene_within_1e6(chunks, query):
     import bm25s
 
     docs_tokens = [tokenize(c.indexed_text()) for c in chunks]
     reference = bm25s.BM25(k1=1.5, b=0.75, method="lucene", dtype="float64")
     reference.index(docs_tokens, show_progress=False)
     index = BM25Index.build(docs_tokens)
-    for query in (
-        "how long to wait after a 429",
-        "jitter backoff retry storm",
-        "向量检索 二元组",
-        "sqlite wal",
-    ):
-        tokens = [t for t in tokenize(query) if t in index.vocab]
-        assert np.abs(index.scores(tokens) - reference.get_scores(tokens)).max() < 1e-6
+    tokens = [t for t in tokenize(query) if t in index.vocab]
+    assert np.abs(index.scores(tokens) - reference.get_scores(tokens)).max() < 1e-6
 
 
 def test_bm25_top_k_breaks_ties_by_index_and_leaves_out_non_matches():
@@ -425,11 +423,14 @@ def test_openai_embedder_without_a_key_says_what_to_set():
 # ---------------------------------------------------------------- library, tools, evaluation
 
 
-def test_library_searches_three_ways_and_refuses_off_topic(library):
-    for method in ("bm25", "dense", "hybrid"):
-        hits = library.search("Why add random jitter to exponential backoff?", 3, method)
-        assert hits[0].chunk.source_id == "retries#4" and library.answerable(hits)
-        assert not library.answerable(library.search("Who won the 2018 FIFA World Cup?", 3, method))
+@pytest.mark.parametrize("method", ["bm25", "dense", "hybrid"])
+def test_library_searches_three_ways_and_refuses_off_topic(library, method):
+    hits = library.search("Why add random jitter to exponential backoff?", 3, method)
+    assert hits[0].chunk.source_id == "retries#4" and library.answerable(hits)
+    assert not library.answerable(library.search("Who won the 2018 FIFA World Cup?", 3, method))
+
+
+def test_a_library_refuses_an_unknown_method_and_dense_search_without_an_embedder(library):
     assert not library.answerable([])
     with pytest.raises(UserError, match="'bm25', 'dense' or 'hybrid'"):
         library.search("x", method="sparse")

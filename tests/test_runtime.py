@@ -112,8 +112,7 @@ def test_canonical_writes_a_whole_number_float_as_its_int():
 
 
 def ledger_refund(path, received):
-    """A refund with a real side effect: one ledger line per execution, as the reviewer's repro
-    wrote them."""
+    """A refund with a real side effect: one ledger line per execution, written to a file."""
 
     def refund(order_id, amount):
         received.append(amount)

@@ -1,5 +1,5 @@
-"""labkit.tools: validation against jsonschema, strict schemas, the registry, execute, teaching
-tools."""
+"""labkit.schema: validation against jsonschema (the official suite, hand-written and random cases),
+parsing the model's text, text UTF-8 cannot encode, canonical forms."""
 
 import json
 import math
@@ -272,19 +272,25 @@ def test_intentional_differences_from_jsonschema():
         validate_arguments((1, 2), {})
 
 
-def test_bool_and_integer_and_enum_equality_follow_json_not_python():
-    # Python's own rules would get all three wrong; jsonschema and validate_arguments agree on
-    # JSON's.
-    assert isinstance(True, int) and True in [1] and 0 == False  # noqa: E712  (the trap)
-    for schema, instance in [
+@pytest.mark.parametrize(
+    "schema, instance",
+    [
         ({"type": "integer"}, True),
         ({"enum": [1]}, True),
         ({"enum": [True]}, 1),
         ({"enum": [0]}, False),
         ({"enum": [[1]]}, [True]),
         ({"type": "number"}, False),
-    ]:
-        assert ours(schema, instance) is False and theirs(schema, instance) is False
+    ],
+)
+def test_a_boolean_is_never_a_number_in_a_type_or_an_enum(schema, instance):
+    assert ours(schema, instance) is False and theirs(schema, instance) is False
+
+
+def test_bool_and_integer_and_enum_equality_follow_json_not_python():
+    # Python's own rules would get all three wrong; jsonschema and validate_arguments agree on
+    # JSON's.
+    assert isinstance(True, int) and True in [1] and 0 == False  # noqa: E712  (the trap)
     assert ours({"type": "integer"}, 1.0) and theirs(
         {"type": "integer"}, 1.0
     )  # 1.0 is an integer in JSON

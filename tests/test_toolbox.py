@@ -1,5 +1,4 @@
-"""labkit.tools: validation against jsonschema, strict schemas, the registry, execute, teaching
-tools."""
+"""labkit.toolbox: the calculator refuses every escape, teaching weather, the doc reader."""
 
 import json
 from pathlib import Path
@@ -126,11 +125,15 @@ def test_there_are_enough_escape_attempts():
 # ---------------------------------------------------------------- get_weather
 
 
-def test_get_weather_says_it_is_teaching_data_in_every_result():
-    registry = ToolRegistry([get_weather])
-    for city in ["Paris", "paris", " Tokyo ", "São Paulo", "Atlantis", "x" * 500]:
-        result = execute(ToolCall("c", "get_weather", json.dumps({"city": city})), registry)
-        assert "fixed teaching data" in json.dumps(result, ensure_ascii=False)
+@pytest.mark.parametrize("city", ["Paris", "paris", " Tokyo ", "São Paulo", "Atlantis", "x" * 500])
+def test_get_weather_says_it_is_teaching_data_in_every_result(city):
+    result = execute(
+        ToolCall("c", "get_weather", json.dumps({"city": city})), ToolRegistry([get_weather])
+    )
+    assert "fixed teaching data" in json.dumps(result, ensure_ascii=False)
+
+
+def test_get_weather_ignores_case():
     assert get_weather(city="PARIS")["temperature_c"] == 14
 
 

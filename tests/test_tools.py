@@ -1,5 +1,4 @@
-"""labkit.tools: validation against jsonschema, strict schemas, the registry, execute, teaching
-tools."""
+"""labkit.tools: strict schemas from type hints, the registry, execute, risk and the tool specs."""
 
 import json
 import random
@@ -242,12 +241,16 @@ def test_risk_above_orders_low_medium_high(risk, max_risk, above):
     assert risk_above(risk, max_risk) is above
 
 
-def test_specs_match_what_the_live_adapters_send():
+@pytest.mark.parametrize("cls, api", [(ResponsesModel, "responses"), (ChatModel, "chat")])
+def test_specs_match_what_the_live_adapters_send(cls, api):
     registry = ToolRegistry([calculate, get_weather])
-    key = "sk-test-" + "0" * 24
-    for cls, api in ((ResponsesModel, "responses"), (ChatModel, "chat")):
-        body = cls("gpt-test", api_key=key).request_preview([user("hi")], list(registry))
-        assert body["tools"] == registry.specs(api)
+    body = cls("gpt-test", api_key="sk-test-" + "0" * 24).request_preview(
+        [user("hi")], list(registry)
+    )
+    assert body["tools"] == registry.specs(api)
+
+
+def test_to_api_renders_for_the_two_apis_only():
     assert to_api(calculate, "responses")["strict"] is True
     with pytest.raises(UserError):
         to_api(calculate, "soap")
