@@ -1,20 +1,15 @@
 """labkit: the tested versions of what the notebooks build, one module per lesson.
 
-01_setup       config (settings, doctor), errors (errors, explain), models (Message, Reply,
-               ScriptedModel, to_api), live (API adapters, connect), trace (Trace)
-02_tools       schema (parse, validate, canonical), tools (Tool, tool, ToolRegistry, execute,
-               approved), toolbox (calculate, get_weather, read_doc)
-03_memory      memory, notes — import them as modules (`from labkit import memory`); the command
-               line is `python -m labkit memory`
-04_loop        loop (run, RunResult, Guard), patterns (run_react, plan_and_execute)
-05_guardrails  budget (Budget, PRICES), guardrails (run_guarded, Permissions, Secrets,
-               detect_injection)
-06_rag         rag (chunks, BM25, fusion, library, tools), embed (MiniLM, cache, cosine, MMR),
-               cite (context, claims, citations) — import them as modules
-07_runtime     runtime (ToolRuntime, operation_id, reduce, run_agent)
-Outside the lessons: check (the checker), tasks (the hands-on tasks), labs (lab harnesses).
+01_setup config, errors, models, live, trace   02_tools schema, tools, toolbox
+03_memory memory, notes (import them as modules; command line: python -m labkit memory)
+04_loop loop, patterns   05_guardrails budget, permissions, injection, guardrails
+06_rag rag, embed, cite (import them as modules)   07_runtime runtime
+Outside the lessons: check (the checker), tasks (the hands-on tasks), labs (lab harnesses),
+__main__ (command lines). The names below are the few a notebook uses most.
 """
 
+# memory and the 06_rag modules are not imported here: `python -m labkit.memory` must not find
+# memory already imported, and torch loads only when 06_rag needs it
 from .budget import Budget
 from .check import check
 from .config import load_settings, redact

@@ -33,8 +33,7 @@ PRICES = {  # USD per 1M tokens (input, output), standard tier. An ESTIMATE copi
 
 
 def estimated_cost(model: str, input_tokens: int, output_tokens: int) -> Fraction | None:
-    """USD for one call, from PRICES (exact fractions: no rounding drift); None for an unknown
-    model.
+    """USD for one call from PRICES, as an exact fraction; None for an unknown model.
 
     Example: float(estimated_cost("gpt-5-mini", 1000, 100))  ->  0.00045
     """
@@ -45,8 +44,7 @@ def estimated_cost(model: str, input_tokens: int, output_tokens: int) -> Fractio
 
 
 def schema_tokens(tools) -> int:
-    """The estimated size of the tool schemas a live model is sent with every call (its server
-    counts them).
+    """The estimated size of the tool schemas a live model is sent (and charged for) each call.
 
     Example: schema_tokens([calculate])
              ->  the chars/4 estimate of its name, description and schema
@@ -81,8 +79,7 @@ def _bar(used, limit, width=10):
 
 @dataclass
 class Budget(Guard):
-    """Hard stops for one run, checked BEFORE each model call and tool call, so none is ever
-    overshot.
+    """Hard stops for one run, checked BEFORE each model call and tool call: never overshot.
 
     A model call is allowed only when what it may use still fits: its input, estimated, plus
     `max_output_tokens`, reserved for the reply (run_guarded caps the model's reply at it). Until a
@@ -146,8 +143,7 @@ class Budget(Guard):
         self.model = name
 
     def settle(self, run):
-        """Count the turn the run made since the last look: the reported usage, else the
-        estimate."""
+        """Count the turn made since the last look: the reported usage, else the estimate."""
         if self._run is not run:
             if self._run is not None:
                 raise UserError(
@@ -226,8 +222,7 @@ class Budget(Guard):
         return None
 
     def forecast(self, messages):
-        """(estimate, need): the next call's estimated input, and the input the budget reserves for
-        it."""
+        """(estimate, need): the next call's estimated input, and the input reserved for it."""
         raw = estimate_messages(messages)
         # nothing counted by a server yet: add the tool schemas, and be cautious
         if not self.reported:
@@ -250,8 +245,7 @@ class Budget(Guard):
         return result
 
     def meter_line(self):
-        """One line per turn for a watch callback: turn 2: tokens 412/2,000 | cost ... | tool calls
-        1/8"""
+        """One line per turn for a watch callback: turn 2: tokens 412/2,000 | cost ... | calls 1"""
         tokens = f"{self.tokens:,}" + (
             f"/{self.max_tokens:,}" if self.max_tokens is not None else ""
         )

@@ -274,8 +274,7 @@ def citation_report(answer, sources, judge=supports):
 
 
 def sources_read(messages):
-    """The source ids whose full text the tools returned (get_document results in the history), once
-    each.
+    """The source ids whose full text the tools returned (get_document results), once each.
 
     Only a successful result whose data has both a text and a source_id counts: search previews
     do not, nor do other tools' documents (read_doc returns a name, not a source_id).
@@ -297,8 +296,7 @@ def sources_read(messages):
 
 
 def best_sentence(question, text):
-    """The sentence of `text` sharing the most distinct words with the question (earliest on a
-    tie)."""
+    """The sentence of `text` sharing the most words with the question (the first on a tie)."""
     prose = " ".join(
         line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")
     )

@@ -197,8 +197,7 @@ def _write_atomic(path, vectors):
 
 
 def embed_cached(embedder, texts, cache_dir=CACHE_DIR):
-    """Vectors for `texts`, from the cache when intact; returns (vectors,
-    "loaded"|"built"|"rebuilt").
+    """Vectors for `texts`, from the cache when intact: (vectors, "loaded"|"built"|"rebuilt").
 
     Example: vectors, status = embed_cached(MiniLM(), [c.text for c in chunks], tmp_dir)
     """

@@ -1,21 +1,12 @@
 """Errors named for whose fault they are, and the one-line explanation of every failure.
 
-Built in 01_setup. The name of an error tells the reader who has to act:
-
-    LabkitError               anything labkit raises on purpose
-    ├── UserError             the caller (you) misused labkit or misconfigured it: fix your code or
-    .env
-    ├── ServiceError          the model service failed or could not be reached: wait, retry, check
-    the URL
-    ├── ModelBehaviorError    the model produced output labkit cannot use: feed it back as an
-    observation
-    ├── ToolError             a tool failed while running: the loop turns it into a result the model
-    reads
-    └── GuardrailTripped      a guardrail stopped the run (repeat, permission, injection, ...)
-
-`explain(error)` turns any failure into "what happened — what to do"; `call_service` turns an SDK
-or network failure into one of these errors. No message contains a key: every error scrubs its
-arguments with labkit.config.redact.
+Built in 01_setup. LabkitError is anything labkit raises on purpose; its name says who acts:
+UserError (you misused labkit or misconfigured it: fix your code or .env), ServiceError (the model
+service failed or was unreachable: wait, retry, check the URL), ModelBehaviorError (the model said
+something unusable: feed it back), ToolError (a tool failed: the loop turns it into a result the
+model reads), GuardrailTripped (a guardrail stopped the run). `explain(error)` turns any failure
+into "what happened — what to do"; `call_service` turns an SDK or network failure into one of
+these. No message holds a key: every error scrubs its arguments with labkit.config.redact.
 """
 
 from .trace import clip

@@ -36,8 +36,7 @@ GUARDED_SYSTEM = DEFAULT_SYSTEM + (
 
 
 def call_problem(call, tool):
-    """(kind, message) when a call cannot run as written — unknown tool, bad JSON, wrong schema —
-    else None.
+    """(kind, message) when a call cannot run as written (unknown tool, bad JSON), else None.
 
     Example: call_problem(ToolCall("call_1", "calculate", '{"expression": 2'), calculate)[0]
              ->  "invalid_json"
@@ -87,8 +86,7 @@ class Malformed(Guard):
 
 
 def fingerprint(call: ToolCall) -> str:
-    """The tool and its canonically serialised arguments: key order, spacing and escapes do not
-    matter.
+    """The tool and its canonical arguments: key order, spacing and escapes do not matter.
 
     Example: fingerprint(ToolCall("call_1", "get_weather", '{ "city":"Paris" }'))
              ->  'get_weather {"city":"Paris"}'
@@ -175,8 +173,7 @@ class Secrets(Guard):
         )
 
     def scrub(self, value):
-        """The value with every secret (and anything key-like) replaced by [redacted]; dicts and
-        lists too."""
+        """The value with every secret and anything key-like redacted; dicts and lists too."""
         if isinstance(value, str):
             value = redact(value, self.keys)
             value = self.pattern.sub("[redacted]", value) if self.pattern else value
@@ -216,8 +213,7 @@ class Secrets(Guard):
 
     def scrub_result(self, result):
         """A RunResult with the secrets taken out of every field that holds text: answer, report,
-        failed,
-        messages (tool call names and arguments too) and the trace's events."""
+        failed, messages (tool call names and arguments too) and the trace's events."""
         # every dataclass field, recursively; the trace is not a dataclass
         clean = self.scrub(result)
         clean.trace.events = self.scrub(result.trace.events)
@@ -248,10 +244,8 @@ def guards(
 
 
 class Guards(Guard):
-    """Several guards as one. The first refuse or stop wins, and later guards are not asked (so no
-    one is
-    asked to approve a call that is refused anyway); after_tool passes the result through each in
-    order."""
+    """Several guards as one: the first refuse or stop wins, and later guards are not asked (no one
+    is asked to approve a call refused anyway); after_tool passes the result through each."""
 
     def __init__(self, *members):
         self.members = members
@@ -334,9 +328,8 @@ def run_guarded(
 
 
 def _scrubbed_error(exc, hidden):
-    """A new labkit error with one scrubbed line: UserError and ServiceError keep their kind, others
-    are
-    LabkitError. Nothing of the original travels with it (no notes, no cause, no context)."""
+    """A new labkit error with one scrubbed line: UserError and ServiceError keep their kind,
+    others become LabkitError. Nothing of the original travels with it (notes, cause, context)."""
     try:
         text = " ".join(str(exc).split())
     except Exception:  # a broken __str__ is no reason to lose the error

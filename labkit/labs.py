@@ -206,8 +206,7 @@ class Workspace:
 
         @tool(risk="medium")
         def save_note(title: str, text: str) -> dict:
-            """Save a note; a note with the same title is replaced (the old text is kept in its
-            history)."""
+            """Save a note; the same title replaces it (the old text stays in its history)."""
             self.ran.append(("save_note", {"title": title, "text": text}))
             self.notes.setdefault(title, []).append(text)
             return {"saved": title, "versions": len(self.notes[title])}
@@ -236,14 +235,12 @@ class Workspace:
 
 
 def load_injections(path=INJECTIONS):
-    """The labelled set: {"attacks": [{id, lang, category, text, wants}, ...], "benign": [{id, lang,
-    text}, ...]}."""
+    """The labelled set: {"attacks": [{id, lang, category, text, wants}], "benign": [...]}."""
     return json.loads(path.read_text(encoding="utf-8"))
 
 
 def shown_text(messages):
-    """Everything a model was shown, with JSON tool results decoded (so quotes and newlines read as
-    written)."""
+    """Everything a model was shown, JSON tool results decoded (quotes and newlines as written)."""
     parts = []
     for m in messages:
         try:
@@ -279,8 +276,7 @@ class Trial:
 
 
 def _wanted_call(messages, wants):
-    """(attempted, refused): whether the model made the wanted call, and the error kind its result
-    carried."""
+    """(attempted, refused): whether the model made the wanted call, and its result's error."""
     for m in messages:
         for c in m.tool_calls if m.role == "assistant" else ():
             try:
@@ -388,8 +384,7 @@ def score_detector(attacks, benign, detector=detect_injection):
 
 
 def load_queries(path=EVALS_DIR / "rag_queries.jsonl"):
-    """The frozen query set: [{"id", "query", "expected": [source_id, ...], "kind"}]; [] = no
-    answer."""
+    """The frozen query set: [{"id", "query", "expected": [source_id], "kind"}]; [] = none."""
     return [
         json.loads(line)
         for line in Path(path).read_text(encoding="utf-8").splitlines()

@@ -50,8 +50,7 @@ NEXT_STEPS = {  # what a person can do next, per stop reason
 
 @dataclass(frozen=True)
 class Decision:
-    """What a guard decided: "allow", "refuse" (the call is not run; the model reads why) or
-    "stop"."""
+    """What a guard decided: "allow", "refuse" (not run; the model reads why) or "stop"."""
 
     action: str  # "allow" | "refuse" | "stop"
     reason: str = ""  # stop: a stop reason from STOP_REASONS; refuse: the error kind
@@ -109,8 +108,7 @@ class RunResult:
 
 
 def next_action(reply: Reply) -> str:
-    """What the loop does with a reply: "model_incomplete", "run_tools", "empty_output" or
-    "completed".
+    """What the loop does with a reply: model_incomplete, run_tools, empty_output or completed.
 
     Example: next_action(Reply("", [ToolCall("call_1", "calculate", "{}")]))  ->  "run_tools"
     """

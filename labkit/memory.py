@@ -1,15 +1,12 @@
 """Long-term memory: a SQLite store that keeps only what the user confirmed, and forgets on purpose.
 
 Built in 03_memory. `MemoryStore` refuses unconfirmed writes, bounds length and TTL (1-365 days),
-keeps every replaced value in a history table, resolves a conflicting statement newer-and-explicit-
-wins and says so, and never returns expired items or another tenant's items. `recall` ranks by
-(relevance x recency) x (0.8 + 0.4 x importance), relevance = IDF-weighted keyword overlap.
-`WorkingMemory` is the in-process scratchpad; `consolidate` promotes what matters. The command line
-is `python -m labkit memory set|list|delete|export` (labkit/__main__.py). Notes for long tasks live
-in labkit/notes.py.
-Deliberately left out: embeddings (06_rag), stemming, encryption at rest, spotting contradictions in
-free text (a model's job; here the id names what a memory is about), power-loss durability (FULL
-sync).
+keeps every replaced value in a history table, resolves a conflict newer-and-explicit-wins and says
+so, and never returns expired items or another tenant's. `recall` ranks by (relevance x recency) x
+(0.8 + 0.4 x importance), relevance = IDF-weighted keyword overlap. `WorkingMemory` is the
+in-process scratchpad; `consolidate` promotes what matters. Command line: labkit/__main__.py.
+Deliberately left out: embeddings (06_rag), stemming, encryption at rest, spotting contradictions
+in free text (a model's job; here the id names what a memory is about), power-loss durability.
 """
 
 # MemoryStore.list would shadow the built-in list in the annotations of the methods after it
@@ -383,8 +380,7 @@ class MemoryStore:
         importance: float = 0.5,
         ttl_days: float = 90,
     ) -> WriteResult:
-        """Store one memory the user confirmed; the same id replaces the old value (kept in
-        history).
+        """Store one memory the user confirmed; the same id replaces the old value (in history).
 
         id=None (the default) lets the store name the slot ("m1", "m2", ...); a blank id is refused.
 
@@ -663,8 +659,8 @@ class MemoryStore:
         keep: int | None = None,
         half_life_days: float = HALF_LIFE_DAYS,
     ) -> list[str]:
-        """Delete by importance, by age, or down to `keep` memories (lowest priority first); returns
-        the ids.
+        """Delete by importance, by age, or down to `keep` memories (lowest priority first).
+        Returns the ids it deleted.
 
         Example: store.forget("ana", keep=100)   # priority = recency x (0.8 + 0.4 x importance)
         """

@@ -315,9 +315,9 @@ class ScriptedModel:
         return Reply(text, calls, usage, status, reason)
 
     def _capped(self, step, cap):
-        """(text, calls, status, reason) as a server with max_output_tokens returns them: text cut
-        to fit,
-        then only the calls that fit whole, and status "incomplete" when anything was cut."""
+        """(text, calls, status, reason) as a server with max_output_tokens returns them: the
+        text cut to fit, then only the calls that fit whole, and "incomplete" when anything was
+        cut."""
         calls = step.calls
         if cap is None or estimate_tokens(step.text + _said(calls)) <= cap:
             return step.text, calls, step.status, step.incomplete_reason

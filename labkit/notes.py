@@ -1,12 +1,10 @@
 """Notes for long tasks: one Markdown file per note, YAML front matter on top, and an index.
 
-Built in 03_memory. A task that outlives one context window needs its state written down: where it
-stands (task_state), what was decided (conclusion), what is in the way (blocker), what comes next
-(action) and where things are (reference). `NoteBook(folder)` creates, reads, updates, searches and
-lists notes; INDEX.md is the one short file a person or a model reads first. A file is named
-"<id>-<slug of the title>.md", so no title can leave the folder or hit a reserved name. Ids come
-from
-a counter kept in .next_id and are never reused, so "n2" never comes to mean a different note.
+Built in 03_memory. A task that outlives one context window writes its state down: where it stands
+(task_state), what was decided (conclusion), what is in the way (blocker), what comes next
+(action), where things are (reference). `NoteBook(folder)` creates, reads, updates, searches and
+lists notes; INDEX.md is the one short file read first. A file is "<id>-<slug of the title>.md", so
+no title can leave the folder; ids come from a counter in .next_id and are never reused.
 Deliberately left out: locking between processes (one writer per folder), links between notes,
 attachments, history of edits (use git), ranking beyond keyword overlap.
 """

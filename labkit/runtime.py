@@ -4,11 +4,10 @@ Built in 07_runtime. `ToolRuntime.dispatch` writes each operation to SQLite as i
 synchronous=FULL) before its tool runs and records the outcome after. It never runs an operation
 twice on its own: the same operation_id replays the stored result, and an outcome nobody knows (a
 crash, an exception, a timeout) stays needs_reconcile until someone checks the external system and
-calls `reconcile` (a risk="low" tool only reads, so its exceptions are recorded as failed). A pure
-`reduce` of typed events tracks a run; `run_agent` drives one, bounded.
-
-Deliberately left out: leases and heartbeats (`recover()` assumes one worker per store at start-up),
-retry queues, compensation (sagas), distributed stores, async execution.
+calls `reconcile`. A pure `reduce` of typed events tracks a run; `run_agent` drives one, bounded,
+and ends with one of its own STOP_REASONS.
+Deliberately left out: leases and heartbeats (`recover()` assumes one worker per store at
+start-up), retry queues, compensation (sagas), distributed stores, async execution.
 """
 
 import hashlib
@@ -222,8 +221,7 @@ class ToolRuntime:
         return self.tools.get(name).risk if isinstance(name, str) and name in self.tools else None
 
     def arguments_for(self, name, arguments):
-        """The arguments as the tool will receive them: parsed, validated, 30.0 -> 30 where the
-        schema says integer.
+        """The arguments as the tool receives them: parsed, validated, 30.0 made 30.
 
         `name` must be one of the runtime's tools; raises ArgumentError where dispatch would reject.
         Example: runtime.arguments_for("refund", '{"order_id": "A-17", "amount": 30.0}')["amount"]

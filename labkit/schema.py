@@ -27,8 +27,7 @@ class ArgumentError(ModelBehaviorError):
 
 
 class UnsupportedSchema(UserError):
-    """A schema uses a keyword validate_arguments does not check: refused, never silently
-    accepted."""
+    """A schema keyword validate_arguments does not check: refused, never silently accepted."""
 
 
 # ---------------------------------------------------------------- parsing the model's JSON text
@@ -221,8 +220,7 @@ def _has_type(value, name):
 
 
 def json_equal(a, b) -> bool:
-    """Equality as JSON means it: 1 == 1.0, but 1 != true and 0 != false (Python says both are
-    equal).
+    """Equality as JSON means it: 1 == 1.0, but 1 != true and 0 != false (unlike Python).
 
     Example: json_equal(1, True)  ->  False
     """
@@ -239,8 +237,7 @@ def json_equal(a, b) -> bool:
 
 
 def check_schema(schema, path: str = "schema") -> None:
-    """Raise UnsupportedSchema unless every keyword, at every depth, is one validate_arguments
-    checks.
+    """Raise UnsupportedSchema unless validate_arguments checks every keyword, at every depth.
 
     Example: check_schema({"type": "string", "maxLength": 3})   # raises: maxLength is not checked
     """
@@ -344,8 +341,7 @@ def _problems(value, schema, path):
 
 
 def validate_arguments(arguments, schema: dict, path: str = "arguments") -> None:
-    """Check a parsed JSON value against a schema of the supported subset; raise on the first
-    problems.
+    """Check a parsed JSON value against a schema of the supported subset; raise on problems.
 
     Raises UnsupportedSchema for a keyword outside the subset, ArgumentError (listing up to three
     problems, each with where and how to fix) for an invalid value.
@@ -362,8 +358,7 @@ def validate_arguments(arguments, schema: dict, path: str = "arguments") -> None
 
 
 def normalize_arguments(value, schema: dict):
-    """Valid arguments in one canonical form: a whole-number float becomes an int where the schema
-    says integer.
+    """Valid arguments in one form: a whole-number float becomes an int where that is the type.
 
     JSON does not tell 30 from 30.0, and validation accepts both as an integer (as JSON
     Schema
@@ -404,8 +399,7 @@ def _one_number(value):
 
 
 def canonical(arguments) -> str:
-    """One text per JSON value: sorted keys, no spaces, 30.0 written as 30 (05 repeats, 07 operation
-    ids).
+    """One text per JSON value: sorted keys, no spaces, 30.0 written as 30 (05 repeats, 07 ids).
 
     subtle: validation accepts 30.0 as an integer (JSON Schema does), so if 30 and 30.0 were two
     texts,

@@ -141,8 +141,7 @@ def _schema_for(hint, where):
 
 
 def _docstring_parts(fn):
-    """(description, {parameter: description}) from a Google-style docstring with an Args:
-    section."""
+    """(description, {parameter: description}) from a Google-style docstring's Args: section."""
     doc = inspect.getdoc(fn) or ""
     head, _, args = doc.partition("\nArgs:")
     described = dict(re.findall(r"^\s+(\w+)(?:\s*\([^)]*\))?:\s*(.+)$", args, re.M))
@@ -221,8 +220,7 @@ class ToolRegistry:
         return list(self.tools)
 
     def specs(self, api=None):
-        """What a model is offered: the Tool objects, or the JSON shape an API wants
-        ("responses"/"chat")."""
+        """What a model is offered: the Tool objects, or each as an API wants it (to_api)."""
         return [t if api is None else to_api(t, api) for t in self.tools.values()]
 
     def __iter__(self):
@@ -239,8 +237,7 @@ class ToolRegistry:
 
 
 def as_registry(tools) -> ToolRegistry:
-    """`tools` as a ToolRegistry: a registry stays itself, a list of tools (or functions) becomes
-    one.
+    """`tools` as a ToolRegistry: a registry stays itself, a list of tools becomes one.
 
     Example: as_registry([calculate]).names()  ->  ["calculate"]
     """
@@ -264,8 +261,7 @@ def _capped(data):
 
 
 def execute(call: ToolCall, registry: ToolRegistry, allowed: list | None = None) -> dict:
-    """Run one tool call: whitelist, then parse, validate and normalize, then the function. Never
-    raises.
+    """Run one tool call: whitelist, parse, validate, normalize, then the function. Never raises.
 
     Returns {"ok": True, "data": ...} or {"ok": False, "error": kind, "message": how to fix}.
     A PermissionError from the tool comes back as error "permission_denied" (the loop stops on it).
