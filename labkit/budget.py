@@ -16,7 +16,7 @@ from fractions import Fraction
 
 from .config import DEFAULT_MODEL
 from .errors import UserError
-from .loop import Decision, Guard
+from .loop import Decision, Guard, RunResult
 from .models import Usage, as_tool_spec, estimate_messages, estimate_tokens
 
 PRICES_AS_OF = "2025-08"
@@ -133,7 +133,7 @@ class Budget(Guard):
                 )
         self.for_model(self.model)
 
-    def for_model(self, name):
+    def for_model(self, name: str) -> None:
         """Price the run as model `name`; run_guarded passes a live model's own name."""
         if self.max_cost is not None and name not in PRICES:
             raise UserError(
@@ -142,7 +142,7 @@ class Budget(Guard):
             )
         self.model = name
 
-    def settle(self, run):
+    def settle(self, run: RunResult) -> None:
         """Count the turn made since the last look: the reported usage, else the estimate."""
         if self._run is not run:
             if self._run is not None:
@@ -189,7 +189,7 @@ class Budget(Guard):
         if self.watch:
             self.watch(self.meter_line())
 
-    def before_model(self, run):
+    def before_model(self, run: RunResult) -> Decision | None:
         self.settle(run)
         if run.turns >= self.max_turns:
             said = (
@@ -221,7 +221,7 @@ class Budget(Guard):
             return Decision("stop", "budget_exhausted", said)
         return None
 
-    def forecast(self, messages):
+    def forecast(self, messages: list) -> tuple[int, int]:
         """(estimate, need): the next call's estimated input, and the input reserved for it."""
         raw = estimate_messages(messages)
         # nothing counted by a server yet: add the tool schemas, and be cautious
@@ -229,7 +229,7 @@ class Budget(Guard):
             return raw, math.ceil((raw + self.tool_tokens) * self.scale)
         return raw, math.ceil(raw * self.scale)
 
-    def before_tool(self, run, call, tool):
+    def before_tool(self, run: RunResult, call, tool) -> Decision | None:
         self.settle(run)
         if run.tool_calls >= self.max_calls:
             return Decision(
@@ -240,11 +240,11 @@ class Budget(Guard):
             )
         return None
 
-    def after_tool(self, run, call, result):
+    def after_tool(self, run: RunResult, call, result):
         self.settle(run)
         return result
 
-    def meter_line(self):
+    def meter_line(self) -> str:
         """One line per turn for a watch callback: turn 2: tokens 412/2,000 | cost ... | calls 1"""
         tokens = f"{self.tokens:,}" + (
             f"/{self.max_tokens:,}" if self.max_tokens is not None else ""
@@ -257,7 +257,7 @@ class Budget(Guard):
             f"{self.calls}/{self.max_calls}"
         )
 
-    def meter(self):
+    def meter(self) -> str:
         """The whole meter, used / limit with a bar, and where the prices come from."""
         price = PRICES.get(self.model)
         rows = [

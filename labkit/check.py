@@ -100,7 +100,7 @@ def load_task(name: str) -> Task:
     return TASKS[name]
 
 
-def signature_problem(fn, task):
+def signature_problem(fn, task: str | Task) -> Failure | None:
     """Why `fn` cannot take the cases' arguments at all (wrong number or names), or None.
 
     Example: signature_problem(lambda a, b: a, "04_loop")   # -> a Failure naming (reply)
@@ -123,7 +123,7 @@ def signature_problem(fn, task):
     return None
 
 
-def run_case(fn, case, compare, diagnose=None):
+def run_case(fn, case: Case, compare, diagnose=None) -> Failure | None:
     """Run one case: None when it passes, else a Failure whose hint fits what went wrong.
 
     Example: run_case(lambda x: x + x, Case("negative", (-3,), 9, "..."), operator.eq).problem

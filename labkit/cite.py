@@ -49,10 +49,10 @@ class Context:
     def tokens(self):
         return sum(b.tokens for b in self.blocks)
 
-    def text(self):
+    def text(self) -> str:
         return "\n\n".join(b.text for b in self.blocks)
 
-    def source_ids(self):
+    def source_ids(self) -> list[str]:
         return [b.source_id for b in self.blocks if b.kind == "evidence"]
 
     def __repr__(self):
@@ -65,7 +65,7 @@ class Context:
         )
 
 
-def evidence_block(chunk):
+def evidence_block(chunk) -> str:
     """One chunk as an untrusted, labelled block.
     Example: evidence_block(chunk).startswith("<evidence")"""
     # text cannot close its own block,
@@ -74,7 +74,9 @@ def evidence_block(chunk):
     return f'<evidence source_id="{chunk.source_id}" trust="untrusted">\n{body}\n</evidence>'
 
 
-def build_context(task, evidence, history=(), rules=RULES, budget=1500, count=estimate_tokens):
+def build_context(
+    task: str, evidence, history=(), rules: str = RULES, budget: int = 1500, count=estimate_tokens
+) -> Context:
     """Rules and task always; then evidence best first, then history newest first, while they fit.
 
     A block that does not fit is dropped whole, with every lower-priority block of its kind.
@@ -129,13 +131,13 @@ class Answer:
     claims: list = field(default_factory=list)
     note: str = ""  # how the answer was made, or why there is none
 
-    def render(self):
+    def render(self) -> str:
         if self.status == "insufficient_evidence":
             return f"insufficient evidence: {self.note}".rstrip(": ")
         return "\n".join(f"- {c.text} [{', '.join(c.source_ids)}]" for c in self.claims)
 
 
-def parse_answer(text):
+def parse_answer(text: str) -> Answer:
     """Read a model's claims JSON into an Answer, or raise ModelBehaviorError saying what to fix.
 
     Example: parse_answer('{"status": "insufficient_evidence", "claims": []}').status
@@ -172,7 +174,7 @@ def parse_answer(text):
     return Answer(data["status"], claims, "written by the model")
 
 
-def validate_answer(answer, known_ids):
+def validate_answer(answer: Answer, known_ids) -> list[str]:
     """Problems with an answer's citations, one line each; [] when every claim cites known ids.
 
     Example: validate_answer(Answer("answered", [Claim("x", [])]), {"a#1"})
@@ -201,7 +203,7 @@ def validate_answer(answer, known_ids):
     return problems
 
 
-def supports(claim, text, high=0.8, low=0.5):
+def supports(claim: str, text: str, high: float = 0.8, low: float = 0.5) -> bool | None:
     """Word overlap as a stand-in judge: True (>= high of the claim's tokens are in the text), False
     (< low), None (in between: undecidable). Example: supports("retry with jitter", chunk.text)"""
     tokens = set(tokenize(claim))
@@ -247,7 +249,7 @@ class CitationReport:
         )
 
 
-def citation_report(answer, sources, judge=supports):
+def citation_report(answer: Answer, sources: dict, judge=supports) -> CitationReport:
     """Check every citation of an answer against `sources` ({source_id: Chunk or text}).
 
     Example: print(citation_report(answer, library.by_id))
@@ -273,7 +275,7 @@ def citation_report(answer, sources, judge=supports):
     )
 
 
-def sources_read(messages):
+def sources_read(messages: list) -> list[str]:
     """The source ids whose full text the tools returned (get_document results), once each.
 
     Only a successful result whose data has both a text and a source_id counts: search previews
@@ -295,7 +297,7 @@ def sources_read(messages):
     return seen
 
 
-def best_sentence(question, text):
+def best_sentence(question: str, text: str) -> str:
     """The sentence of `text` sharing the most words with the question (the first on a tie)."""
     prose = " ".join(
         line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")
@@ -305,7 +307,7 @@ def best_sentence(question, text):
     return max(sentences, key=lambda s: (len(wanted & set(tokenize(s))), -sentences.index(s)))
 
 
-def extractive_answer(question, hits, answerable):
+def extractive_answer(question: str, hits: list, answerable: bool) -> Answer:
     """The offline answer: quote the best sentence of the top chunk and cite it; no model involved.
 
     Example: extractive_answer("what is jitter?", hits, library.answerable(hits)).render()

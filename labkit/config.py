@@ -95,7 +95,7 @@ class Settings:
     def official(self):
         return self.base_url == OFFICIAL_BASE_URL
 
-    def key_problem(self):
+    def key_problem(self) -> str | None:
         """What is wrong with the configured key, saying where it was set; None if it is usable."""
         return key_problem(self.api_key, self.official, self.key_name, self.key_source)
 
@@ -182,7 +182,7 @@ def _placeholder(key):
     )
 
 
-def configured_keys(environ=None):
+def configured_keys(environ: dict | None = None) -> tuple[str, ...]:
     """Every key the settings can name (KEY_NAMES), from the shell and from .env, as exact text.
 
     Example: configured_keys({"LABKIT_ENV_FILE": "none", "LABKIT_API_KEY": "abc"})  ->  ("abc",)
@@ -226,7 +226,7 @@ def _number(value, kind):
     return value if isinstance(value, int) or (kind is float and isinstance(value, float)) else None
 
 
-def checked_timeout(value, name="timeout", where=None):
+def checked_timeout(value, name: str = "timeout", where: str | None = None) -> float:
     """Seconds, a float above 0; anything else is a UserError naming the setting.
 
     Example: checked_timeout("30", "LABKIT_TIMEOUT")  ->  30.0
@@ -240,7 +240,7 @@ def checked_timeout(value, name="timeout", where=None):
     return float(seconds)
 
 
-def checked_retries(value, name="max_retries", where=None):
+def checked_retries(value, name: str = "max_retries", where: str | None = None) -> int:
     """A retry count, a whole number >= 0; anything else is a UserError naming the setting.
 
     Example: checked_retries("2", "LABKIT_MAX_RETRIES")  ->  2

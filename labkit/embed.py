@@ -33,7 +33,7 @@ CACHE_DIR = RUNTIME_DIR / "embeddings"
 _MAGIC = b"labkit-embeddings-v1 "  # header: magic + sha256 of the payload
 
 
-def file_sha256(path):
+def file_sha256(path) -> str:
     """The sha256 of a file, read in 1 MiB blocks. Example: file_sha256("model.safetensors")[:8]"""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
@@ -42,7 +42,7 @@ def file_sha256(path):
     return digest.hexdigest()
 
 
-def verify_weights(path, expected=MINILM_SHA256):
+def verify_weights(path, expected: str = MINILM_SHA256) -> str:
     """Return the file's sha256 if it equals `expected`, else raise UserError (never load it).
 
     Example: verify_weights(model_dir / "model.safetensors")  ->  "53aa5117..."
@@ -94,7 +94,7 @@ class MiniLM:
         self.dim = self.model.get_embedding_dimension()
         self.identity = f"{self.name}@sha256:{self.sha256[:16]}"  # what the cache key uses
 
-    def embed(self, texts):
+    def embed(self, texts: list[str]) -> torch.Tensor:
         with torch.inference_mode():
             vectors = self.model.encode(
                 list(texts),
@@ -132,7 +132,7 @@ class OpenAIEmbedder:
         self.dim = None  # known after the first call
         self.key_source = s.key_source  # where the key was set, for a 401's fix
 
-    def embed(self, texts):
+    def embed(self, texts: list[str]) -> torch.Tensor:
         rows = []
         for first in range(0, len(texts), self.batch_size):
             # float, not the SDK's default base64: local OpenAI-compatible servers understand it
@@ -156,7 +156,7 @@ class OpenAIEmbedder:
         return f"OpenAIEmbedder({self.name!r})"
 
 
-def cache_key(identity, texts):
+def cache_key(identity: str, texts: list[str]) -> str:
     """A digest of the model identity and every text, in order.
     Example: cache_key("m", ["a"])[:8]"""
     digest = hashlib.sha256(identity.encode())
@@ -196,7 +196,7 @@ def _write_atomic(path, vectors):
     os.replace(temporary, path)  # atomic: readers see old or new, never half
 
 
-def embed_cached(embedder, texts, cache_dir=CACHE_DIR):
+def embed_cached(embedder, texts, cache_dir=CACHE_DIR) -> tuple[torch.Tensor, str]:
     """Vectors for `texts`, from the cache when intact: (vectors, "loaded"|"built"|"rebuilt").
 
     Example: vectors, status = embed_cached(MiniLM(), [c.text for c in chunks], tmp_dir)
@@ -222,7 +222,7 @@ def _as_matrix(vectors, what):
     return matrix
 
 
-def cosine_top_k(query, vectors, k):
+def cosine_top_k(query, vectors, k: int) -> list:
     """Exact cosine top-k: [(row, similarity), ...] best first, ties by row; a zero vector scores 0.
 
     A 2-D `query` (several queries) gives one list per query.
@@ -249,7 +249,7 @@ def cosine_top_k(query, vectors, k):
     return results[0] if single else results
 
 
-def mmr(query, vectors, k, diversity=0.5):
+def mmr(query, vectors, k: int, diversity: float = 0.5) -> list[int]:
     """Maximal marginal relevance: pick rows that are relevant and unlike those already picked.
 
     Each pick maximises (1 - diversity) * cos(query, row) - diversity * max cos(row, picked);

@@ -35,7 +35,7 @@ GUARDED_SYSTEM = DEFAULT_SYSTEM + (
 # ---------------------------------------------------------------- malformed calls and repeats
 
 
-def call_problem(call, tool):
+def call_problem(call: ToolCall, tool) -> tuple[str, str] | None:
     """(kind, message) when a call cannot run as written (unknown tool, bad JSON), else None.
 
     Example: call_problem(ToolCall("call_1", "calculate", '{"expression": 2'), calculate)[0]
@@ -65,7 +65,7 @@ class Malformed(Guard):
     def __init__(self):
         self.strikes = 0  # malformed calls in this run
 
-    def before_tool(self, run, call, tool):
+    def before_tool(self, run: RunResult, call: ToolCall, tool) -> Decision | None:
         problem = call_problem(call, tool)
         if problem is None:
             return None
@@ -113,7 +113,7 @@ class Repeats(Guard):
     def __init__(self):
         self.previous = None
 
-    def before_tool(self, run, call, tool):
+    def before_tool(self, run: RunResult, call: ToolCall, tool) -> Decision | None:
         current = fingerprint(call)
         if current == self.previous:
             return Decision(
@@ -134,7 +134,7 @@ _SECRET_NAME = re.compile(
 )
 
 
-def secrets_from_env(environ=None):
+def secrets_from_env(environ: dict | None = None) -> list[str]:
     """The values of environment variables whose names say they are secret (…_KEY, …_TOKEN, …)."""
     environ = os.environ if environ is None else environ
     return [v for k, v in environ.items() if _SECRET_NAME.search(k) and len(v.strip()) >= 8]
@@ -190,7 +190,7 @@ class Secrets(Guard):
             )
         return value
 
-    def before_tool(self, run, call, tool):
+    def before_tool(self, run: RunResult, call: ToolCall, tool) -> Decision | None:
         try:  # check the parsed values too, or "\\u0063anary" walks past
             values = json_strings(parse_arguments(call.arguments))
         except ArgumentError:
@@ -207,11 +207,11 @@ class Secrets(Guard):
             )
         return None
 
-    def after_tool(self, run, call, result):
+    def after_tool(self, run: RunResult, call: ToolCall, result):
         clean = self.scrub(result)
         return result if clean == result else clean
 
-    def scrub_result(self, result):
+    def scrub_result(self, result: RunResult) -> RunResult:
         """A RunResult with the secrets taken out of every field that holds text: answer, report,
         failed, messages (tool call names and arguments too) and the trace's events."""
         # every dataclass field, recursively; the trace is not a dataclass
@@ -258,18 +258,18 @@ class Guards(Guard):
             allowed = allowed or decision
         return allowed
 
-    def before_model(self, run):
+    def before_model(self, run: RunResult) -> Decision | None:
         return self._first(g.before_model(run) for g in self.members)
 
-    def before_tool(self, run, call, tool):
+    def before_tool(self, run: RunResult, call: ToolCall, tool) -> Decision | None:
         return self._first(g.before_tool(run, call, tool) for g in self.members)
 
-    def after_tool(self, run, call, result):
+    def after_tool(self, run: RunResult, call: ToolCall, result):
         for g in self.members:
             result = g.after_tool(run, call, result)
         return result
 
-    def find(self, kind):
+    def find(self, kind: type) -> Guard:
         return next(g for g in self.members if isinstance(g, kind))
 
 

@@ -83,7 +83,7 @@ def detect_injection(text: str) -> "Finding":
     return Finding(bool(rules), rules)
 
 
-def json_strings(value):
+def json_strings(value) -> list[str]:
     """Every string inside a JSON value, dict keys included."""
     if isinstance(value, str):
         return [value]
@@ -138,13 +138,13 @@ class Untrusted(Guard):
 _MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|~])")
 
 
-def escape_html(text):
+def escape_html(text) -> str:
     """Text safe to put inside HTML: no tags, no attributes.
     Example: escape_html("<b>") -> "&lt;b&gt;" """
     return html.escape(str(text), quote=True)
 
 
-def escape_markdown(text):
+def escape_markdown(text) -> str:
     """Text that Markdown shows literally: no images, links, HTML or emphasis.
 
     Example: escape_markdown("![x](u)")  ->  r"\\!\\[x\\]\\(u\\)"

@@ -53,7 +53,7 @@ def read_output(items: list) -> tuple[str, list[ToolCall]]:
     return "\n".join(t for t in texts if t), calls
 
 
-def sent_call(call_id, name, arguments):
+def sent_call(call_id: str, name, arguments) -> ToolCall:
     """A ToolCall from what a server sent. Arguments sent as a JSON object or array (some local
     servers do) become their JSON text — what the model meant; none at all are "{}". A name that
     is missing or not text stays as sent: the loop refuses that call as malformed.
@@ -67,7 +67,13 @@ def sent_call(call_id, name, arguments):
     return ToolCall(call_id, name, arguments)
 
 
-def responses_body(model, messages, tools=(), replay_reasoning=False, max_output_tokens=None):
+def responses_body(
+    model: str,
+    messages: list,
+    tools=(),
+    replay_reasoning: bool = False,
+    max_output_tokens: int | None = None,
+) -> dict:
     """The JSON body for POST /responses (store=False: the server keeps nothing between turns)."""
     check_pairing(messages)
     items = []
@@ -95,7 +101,7 @@ def responses_body(model, messages, tools=(), replay_reasoning=False, max_output
     return body
 
 
-def chat_body(model, messages, tools=(), max_output_tokens=None):
+def chat_body(model: str, messages: list, tools=(), max_output_tokens: int | None = None) -> dict:
     """The JSON body for POST /chat/completions (tool results are role "tool" messages)."""
     check_pairing(messages)
     out = []
@@ -255,7 +261,9 @@ class ResponsesModel(_LiveModel):
         super().__init__(model, **options)
         self.replay_reasoning = replay_reasoning
 
-    def request_preview(self, messages, tools=(), max_output_tokens=None):
+    def request_preview(
+        self, messages: list, tools=(), max_output_tokens: int | None = None
+    ) -> dict:
         """The exact JSON body this model would POST to /responses.
         Example: model.request_preview(msgs)"""
         cap = tighter(self.max_output_tokens, max_output_tokens)
@@ -294,7 +302,9 @@ class ChatModel(_LiveModel):
     Example: ChatModel("llama3.2", base_url="http://127.0.0.1:11434/v1").respond([user("ping")])
     """
 
-    def request_preview(self, messages, tools=(), max_output_tokens=None):
+    def request_preview(
+        self, messages: list, tools=(), max_output_tokens: int | None = None
+    ) -> dict:
         """The exact JSON body this model would POST to /chat/completions."""
         return chat_body(
             self.model, messages, tools, tighter(self.max_output_tokens, max_output_tokens)

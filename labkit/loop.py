@@ -66,13 +66,13 @@ class Guard:
     untrusted data). Every Decision and every changed result is recorded in the trace.
     """
 
-    def before_model(self, run):
+    def before_model(self, run: "RunResult") -> Decision | None:
         return None
 
-    def before_tool(self, run, call, tool):
+    def before_tool(self, run: "RunResult", call: ToolCall, tool) -> Decision | None:
         return None
 
-    def after_tool(self, run, call, result):
+    def after_tool(self, run: "RunResult", call: ToolCall, result):
         return result
 
 

@@ -97,11 +97,11 @@ class ManualClock:
     def __call__(self):
         return self.now
 
-    def advance(self, days=0.0, seconds=0.0):
+    def advance(self, days: float = 0.0, seconds: float = 0.0) -> None:
         self.now += days * DAY + seconds
 
 
-def iso(seconds):
+def iso(seconds: float) -> str:
     """A timestamp as UTC ISO text. Example: iso(1735689600.0)  ->  "2025-01-01T00:00:00Z" """
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -745,7 +745,9 @@ class WorkingMemory:
         self.evicted = []  # every item pushed out by capacity, in order
         self._items, self._ids = {}, count(1)
 
-    def add(self, content, *, kind="note", importance=0.5, confirmed=False):
+    def add(
+        self, content: str, *, kind: str = "note", importance: float = 0.5, confirmed: bool = False
+    ) -> Item:
         """Hold one item; may push out the lowest-priority one.
         Example: wm.add("Uses Oxford commas")"""
         if (
@@ -779,14 +781,22 @@ class WorkingMemory:
             self.evicted.append(self._items.pop(lowest.id))
         return item
 
-    def items(self):
+    def items(self) -> list[Item]:
         """The live items, oldest first. Example: [i.content for i in wm.items()]"""
         now = self.clock()
         for item in [i for i in self._items.values() if i.expires_at <= now]:
             del self._items[item.id]
         return list(self._items.values())
 
-    def consolidate(self, store, tenant, *, threshold=PROMOTE_AT, confirm=None, ttl_days=90):
+    def consolidate(
+        self,
+        store: MemoryStore,
+        tenant: str,
+        *,
+        threshold: float = PROMOTE_AT,
+        confirm=None,
+        ttl_days: float = 90,
+    ) -> dict:
         """Promote items with importance >= threshold to long-term memory, under the same policy.
 
         An item goes only if it was confirmed when added or `confirm(question)` answers an explicit

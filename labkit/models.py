@@ -66,7 +66,7 @@ def _kind(value):
     return "null" if value is None else f"a Python {type(value).__name__}"
 
 
-def as_text(value):
+def as_text(value) -> str:
     """A tool call's field as text: text stays, None is "", anything else is its JSON.
 
     Example: as_text({"city": "Paris"})  ->  '{"city": "Paris"}'
@@ -115,22 +115,22 @@ class Reply:
     incomplete_reason: str | None = None  # e.g. "max_output_tokens"
     reasoning: list = field(default_factory=list)  # replayable reasoning items (Responses API)
 
-    def to_message(self):
+    def to_message(self) -> "Message":
         """The assistant message to append to the history."""
         return Message(
             "assistant", self.text, list(self.tool_calls), reasoning=list(self.reasoning)
         )
 
 
-def system(text):
+def system(text: str) -> Message:
     return Message("system", text)
 
 
-def user(text):
+def user(text: str) -> Message:
     return Message("user", text)
 
 
-def tool_message(call, content):
+def tool_message(call: ToolCall, content: str) -> Message:
     """The output of one tool call, paired with it by id.
     Example: tool_message(call, '{"ok": true}')"""
     return Message("tool", content, tool_call_id=call.id)
@@ -144,7 +144,7 @@ class ToolSpec:
     strict: bool = True  # OpenAI strict mode: additionalProperties false, all properties required
 
 
-def as_tool_spec(tool):
+def as_tool_spec(tool) -> ToolSpec:
     """Accept a ToolSpec, a dict, or any object with name/description/parameters (a labkit Tool)."""
     if isinstance(tool, ToolSpec):
         return tool
@@ -185,7 +185,7 @@ def tighter(cap: int | None, other: int | None) -> int | None:
     return other if cap is None else cap if other is None else min(cap, other)
 
 
-def estimate_tokens(text):
+def estimate_tokens(text: str) -> int:
     """A rough token count: about 4 characters per token in English, 1 per CJK character.
 
     Example: estimate_tokens("hello world")  ->  3     Real tokenizers (tiktoken) differ.
@@ -194,7 +194,7 @@ def estimate_tokens(text):
     return cjk + -(-(len(text) - cjk) // 4)
 
 
-def estimate_messages(messages):
+def estimate_messages(messages: list) -> int:
     """A rough token count for a whole history (3 per message plus its text and call arguments)."""
     return sum(
         3 + estimate_tokens(m.content) + sum(estimate_tokens(c.arguments) for c in m.tool_calls)
@@ -222,17 +222,17 @@ class Step:
         )
 
 
-def say(text):
+def say(text: str) -> Step:
     """A step where the model answers in text. Example: say("pong")"""
     return Step(text=text)
 
 
-def call(name, /, **arguments):
+def call(name: str, /, **arguments) -> Step:
     """A step where the model calls a tool. Example: call("get_weather", city="Beijing")"""
     return Step(calls=((name, json.dumps(arguments, ensure_ascii=False)),))
 
 
-def raw_call(name, arguments):
+def raw_call(name, arguments) -> Step:
     """A call given verbatim: broken JSON, or a name or arguments that are not text at all.
 
     Example: raw_call("f", '{"x": ')   or   raw_call(["f"], {"x": 1})
@@ -240,13 +240,13 @@ def raw_call(name, arguments):
     return Step(calls=((name, arguments),))
 
 
-def turn(*steps):
+def turn(*steps: Step) -> Step:
     """Several steps said in one turn (text plus parallel calls).
     Example: turn(say("Checking."), call(...))"""
     return Step(" ".join(s.text for s in steps if s.text), sum((s.calls for s in steps), ()))
 
 
-def incomplete(text="", reason="max_output_tokens"):
+def incomplete(text: str = "", reason: str | None = "max_output_tokens") -> Step:
     """A reply the server cut short.
     Example: incomplete("The weather in Par", "max_output_tokens")"""
     return Step(text=text, status="incomplete", incomplete_reason=reason)
@@ -283,7 +283,7 @@ class ScriptedModel:
         self.max_output_tokens = None  # None: no cap; else replies are cut to fit, as a server does
         self._ids = count(1)
 
-    def respond(self, messages, tools=(), max_output_tokens=None):
+    def respond(self, messages: list, tools=(), max_output_tokens: int | None = None) -> Reply:
         """The next step as a Reply, cut to the tighter of the model's and this call's cap."""
         self.seen.append(Seen(copy.deepcopy(list(messages)), [as_tool_spec(t).name for t in tools]))
         if not self.steps:
@@ -334,7 +334,7 @@ class ScriptedModel:
             kept += ((name, arguments),)
         return text, kept, "incomplete", "max_output_tokens"
 
-    def unused(self):
+    def unused(self) -> list[str]:
         """The steps never reached, as text. Example: model.unused()  ->  ["say('bye')"]"""
         return [
             str(s) if isinstance(s, Step) else "<computed step>"
@@ -348,7 +348,7 @@ class ScriptedModel:
 # ---------------------------------------------------------------- histories
 
 
-def check_pairing(messages):
+def check_pairing(messages: list) -> None:
     """Every tool call must be answered by exactly one tool message, right after it, by call id."""
     waiting = {}
     for i, m in enumerate(messages, 1):  # messages are counted from 1, as people count

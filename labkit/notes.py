@@ -9,6 +9,9 @@ Deliberately left out: locking between processes (one writer per folder), links 
 attachments, history of edits (use git), ranking beyond keyword overlap.
 """
 
+# NoteBook.list would shadow the built-in list in the annotations of the methods after it
+from __future__ import annotations
+
 import os
 import re
 import time
@@ -42,7 +45,7 @@ class Note:
     file: str = ""  # the file name inside the folder
 
 
-def slug(title, limit=60):
+def slug(title: str, limit: int = 60) -> str:
     """A safe file-name part: ASCII letters, digits and dashes. Example: slug("../Über Plan!")
     ->  "uber-plan" """
     ascii_text = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode().lower()
@@ -166,7 +169,7 @@ class NoteBook:
             )
         return max(int(found.group(1)), after_files)
 
-    def create(self, title, body="", type="task_state", tags=()):
+    def create(self, title: str, body: str = "", type: str = "task_state", tags=()) -> Note:
         """Write a new note; its id was never used before.
         Example: book.create("Migrate billing DB", tags=["db"])"""
         title, tags, body = *_clean(title, type, tags), _body(body)  # before the counter moves
@@ -179,11 +182,19 @@ class NoteBook:
         now = iso(self.clock())
         return self._save(Note(f"n{number}", title, type, tags, now, now, body))
 
-    def read(self, id):
+    def read(self, id: str) -> Note:
         """One note by id. Example: book.read("n1").body"""
         return self._load(self._path(id))
 
-    def update(self, id, *, title=None, body=None, type=None, tags=None):
+    def update(
+        self,
+        id: str,
+        *,
+        title: str | None = None,
+        body: str | None = None,
+        type: str | None = None,
+        tags=None,
+    ) -> Note:
         """Change a note's fields; the rest stay.
         Example: book.update("n1", body="Copied 5 of 5 tables")"""
         path = self._path(id)
@@ -198,12 +209,12 @@ class NoteBook:
         note.updated_at = iso(self.clock())
         return self._save(note, old_path=path)
 
-    def delete(self, id):
+    def delete(self, id: str) -> None:
         """Remove a note. Example: book.delete("n3")"""
         self._path(id).unlink()
         self._write_index()
 
-    def list(self, type=None, tag=None):
+    def list(self, type: str | None = None, tag: str | None = None) -> list[Note]:
         """Every note, in id order, optionally of one type or with one tag.
         Example: book.list(type="blocker")"""
         notes = [self._load(p) for p in self._files()]
@@ -213,7 +224,7 @@ class NoteBook:
             if (type is None or n.type == type) and (tag is None or tag.lower() in n.tags)
         ]
 
-    def search(self, query, limit=5):
+    def search(self, query: str, limit: int = 5) -> list[tuple[float, Note]]:
         """Notes sharing keywords with the query, best first, as (relevance, note).
         Example: book.search("billing")"""
         if not isinstance(query, str):
@@ -252,7 +263,7 @@ class NoteBook:
         )
         (self.folder / INDEX).write_text(text, encoding="utf-8")
 
-    def index(self):
+    def index(self) -> str:
         """The index as text (what a model reads first). Example: print(book.index())"""
         return (
             (self.folder / INDEX).read_text(encoding="utf-8")

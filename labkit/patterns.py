@@ -36,7 +36,7 @@ After an action you get "Observation: <the tool result as JSON>". Write one acti
 never write an Observation yourself."""
 
 
-def describe_tools(registry):
+def describe_tools(registry) -> str:
     """One line per tool for a text prompt: name(argument: type, ...): description."""
     lines = []
     for t in registry:

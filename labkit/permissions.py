@@ -77,7 +77,7 @@ class Permissions(Guard):
         self.max_risk, self.approve = max_risk, approve
         self.allowed_hosts = check_hosts(allowed_hosts)
 
-    def before_tool(self, run, call, tool):
+    def before_tool(self, run, call: ToolCall, tool: Tool | None) -> Decision | None:
         if tool is None or call.problem:
             return None  # it never runs: execute() refuses it
         if risk_above(tool.risk, self.max_risk):
@@ -126,14 +126,14 @@ _HOST = re.compile(rf"(?=.{{1,253}}$){_DNS_LABEL}(\.{_DNS_LABEL})*")
 _UNPLAIN = re.compile(r"[\s\\\x00-\x1f\x7f]")  # spaces, backslashes, control characters
 
 
-def read_untrusted(messages):
+def read_untrusted(messages: list) -> bool:
     """Whether untrusted content has entered the run: any tool result (a guard's refusal too: it
     may echo a page's words), or text labelled by untrusted(). Example: read_untrusted(messages)"""
     label = json.dumps({"untrusted": UNTRUSTED.split("{source}")[0]})[1:-2]  # how each label starts
     return any(m.role == "tool" or label in (m.content or "") for m in messages)
 
 
-def outbound(messages, call, tool):
+def outbound(messages: list, call: ToolCall, tool: Tool) -> list | None:
     """The hosts an egress call would send data to once untrusted content is in the run; else None.
 
     Example: outbound(run.messages, call, get_webpage)  ->  ["exfil.example"]
@@ -143,7 +143,7 @@ def outbound(messages, call, tool):
     return destinations(call, tool)
 
 
-def destinations(call, tool):
+def destinations(call: ToolCall, tool: Tool) -> list:
     """The hosts an egress call names in the arguments its tool declares (None for a value that
     names no host plainly); [] when no argument says where. Example: destinations(call, tool)"""
     if not isinstance(tool.egress, tuple):
@@ -190,7 +190,7 @@ def destination_host(value) -> str | None:
     return host if _HOST.fullmatch(host) else None
 
 
-def check_hosts(allowed_hosts):
+def check_hosts(allowed_hosts) -> tuple[str, ...]:
     """The allow-list in lower case. An entry allows exactly that host; "*.example.org" allows every
     host below example.org, not example.org itself. Example: check_hosts(["Docs.Python.org"])"""
     if allowed_hosts is None:

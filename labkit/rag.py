@@ -55,7 +55,7 @@ class Chunk:
     end: int
     text: str
 
-    def indexed_text(self):
+    def indexed_text(self) -> str:
         """What retrieval sees: title and heading in front of the exact text (cheap context)."""
         return f"{self.title} / {self.heading}\n{self.text}"
 
@@ -189,7 +189,7 @@ def chunk_document(doc: Document, max_chars: int = 600, overlap: int = 100) -> l
     ]
 
 
-def token_windows(doc, size=80, overlap=20):
+def token_windows(doc: Document, size: int = 80, overlap: int = 20) -> list[Chunk]:
     """Windows of `size` tokens (a word or a CJK character), each overlapping the last.
 
     Example: token_windows(doc, size=80, overlap=20)[1].text  # starts 20 tokens before [0] ends
@@ -207,7 +207,7 @@ def token_windows(doc, size=80, overlap=20):
     return chunks
 
 
-def chunk_corpus(docs, max_chars=600, overlap=100):
+def chunk_corpus(docs: list, max_chars: int = 600, overlap: int = 100) -> list[Chunk]:
     """Chunks of every document, in document order. Example: len(chunk_corpus(load_corpus()))"""
     return [chunk for doc in docs for chunk in chunk_document(doc, max_chars, overlap)]
 
@@ -220,7 +220,9 @@ def bm25_idf(df, n_docs):
     return np.log1p((n_docs - df + 0.5) / (df + 0.5))
 
 
-def bm25_naive(docs_tokens, query_tokens, k1=1.5, b=0.75):
+def bm25_naive(
+    docs_tokens: list, query_tokens: list, k1: float = 1.5, b: float = 0.75
+) -> list[float]:
     """BM25 by the definition, one document at a time: the reference BM25Index must equal.
 
     Lucene variant (bm25s method="lucene"): sum over query tokens (repeats count again) of
@@ -248,7 +250,7 @@ def bm25_naive(docs_tokens, query_tokens, k1=1.5, b=0.75):
     return scores
 
 
-def top_scores(scores, k):
+def top_scores(scores: np.ndarray, k: int) -> list[tuple[int, float]]:
     """The k best positive (index, score) pairs of a 1-D array, ties broken by the lower index."""
     n = len(scores)
     if k <= 0 or n == 0:
@@ -301,7 +303,7 @@ class BM25Index:
         indptr = np.concatenate(([0], np.cumsum(df)))
         return cls(vocab, indptr, doc.astype(np.int32), weights, n, k1, b)
 
-    def scores(self, query_tokens):
+    def scores(self, query_tokens: list) -> np.ndarray:
         """Every document's score, as a (documents,) float64 array."""
         terms = [self.vocab[token] for token in query_tokens if token in self.vocab]
         if not terms:
@@ -315,7 +317,7 @@ class BM25Index:
             minlength=self.n_docs,
         )
 
-    def top_k(self, query_tokens, k):
+    def top_k(self, query_tokens: list, k: int) -> list[tuple[int, float]]:
         """The k best documents as [(index, score)], ties by index; non-matches left out."""
         return top_scores(self.scores(query_tokens), k)
 
@@ -409,11 +411,11 @@ class Library:
         best = dense[0][1] if dense else 0.0
         return [Hit(self.chunks[i], s, "hybrid", best) for i, s in fused]
 
-    def answerable(self, hits):
+    def answerable(self, hits: list) -> bool:
         """True when the best hit clears this method's threshold (an empty list never does)."""
         return bool(hits) and hits[0].evidence >= self.thresholds[hits[0].method]
 
-    def get(self, source_id):
+    def get(self, source_id: str) -> Chunk:
         """The chunk with this id, or ToolError "source_not_found" (without listing the ids)."""
         if source_id not in self.by_id:
             raise ToolError(
@@ -427,7 +429,9 @@ class Library:
 # ---------------------------------------------------------------- tools for an agent
 
 
-def search_local_sources(library, query, k=5, method="bm25"):
+def search_local_sources(
+    library: "Library", query: str, k: int = 5, method: str = "bm25"
+) -> list[dict]:
     """Previews of the best chunks: [{"source_id", "title", "heading", "preview", "score"}]."""
     if not query.strip():
         raise ToolError(
@@ -445,7 +449,7 @@ def search_local_sources(library, query, k=5, method="bm25"):
     ]
 
 
-def get_document(library, source_id):
+def get_document(library: "Library", source_id: str) -> dict:
     """One chunk in full: {"source_id", "title", "heading", "text"} (untrusted text)."""
     chunk = library.get(source_id)
     return {

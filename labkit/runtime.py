@@ -128,13 +128,13 @@ class OperationStore:
             "tool TEXT NOT NULL, arguments TEXT NOT NULL, status TEXT NOT NULL, result TEXT)"
         )
 
-    def get(self, operation_id):
+    def get(self, operation_id: str) -> Operation | None:
         row = self.db.execute(
             "SELECT * FROM operations WHERE operation_id = ?", (operation_id,)
         ).fetchone()
         return None if row is None else Operation(*row[:4], json.loads(row[4]) if row[4] else None)
 
-    def claim(self, operation_id, tool, arguments):
+    def claim(self, operation_id: str, tool: str, arguments: str) -> bool:
         """Insert the operation as in_flight. False when the id exists: someone claimed it first."""
         cursor = self.db.execute(
             "INSERT INTO operations VALUES (?, ?, ?, 'in_flight', NULL) ON CONFLICT DO NOTHING",
@@ -142,7 +142,9 @@ class OperationStore:
         )
         return cursor.rowcount == 1  # subtle: one atomic statement, so two workers cannot both win
 
-    def settle(self, operation_id, status, result, was=("in_flight", "needs_reconcile")):
+    def settle(
+        self, operation_id: str, status: str, result: dict, was=("in_flight", "needs_reconcile")
+    ) -> bool:
         """Record an outcome, only while the operation is in one of the `was` statuses."""
         # default=str, so a tool returning a non-JSON value still gets its success recorded
         cursor = self.db.execute(
@@ -152,7 +154,7 @@ class OperationStore:
         )
         return cursor.rowcount == 1
 
-    def operations(self, status=None):
+    def operations(self, status: str | None = None) -> list[Operation]:
         """Every operation, or those in one status, in the order they were first stored."""
         rows = self.db.execute(
             "SELECT operation_id FROM operations WHERE ? IS NULL OR status = ? ORDER BY rowid",
@@ -160,7 +162,7 @@ class OperationStore:
         ).fetchall()
         return [self.get(op) for (op,) in rows]
 
-    def close(self):
+    def close(self) -> None:
         self.db.close()
 
 
@@ -215,12 +217,12 @@ class ToolRuntime:
         self.timeout = timeout  # seconds per tool call; None waits
         self.failpoint = failpoint or (lambda point: None)  # the crash lab kills the process here
 
-    def risk(self, name):
+    def risk(self, name: str) -> str | None:
         """The risk of a tool, or None when there is no such tool.
         Example: runtime.risk("refund")"""
         return self.tools.get(name).risk if isinstance(name, str) and name in self.tools else None
 
-    def arguments_for(self, name, arguments):
+    def arguments_for(self, name: str, arguments: dict | str) -> dict:
         """The arguments as the tool receives them: parsed, validated, 30.0 made 30.
 
         `name` must be one of the runtime's tools; raises ArgumentError where dispatch would reject.
@@ -523,7 +525,7 @@ def reduce(state: State, event) -> State:
     return replace(state, phase=after)
 
 
-def event_for(result):
+def event_for(result: dict):
     """The event a dispatch result stands for. Example: event_for({"ok": True, ...})
     ->  ToolSucceeded"""
     op = result["operation_id"]

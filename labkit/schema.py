@@ -106,7 +106,7 @@ def parse_arguments(text: str) -> dict:
 # ---------------------------------------------------------------- text and ids anything can store
 
 
-def printable(value):
+def printable(value) -> str:
     """Anything as text a message, trace or file can hold: repr for non-strings, bad text escaped.
 
     Example: printable(["a"])  ->  "['a']";  a lone surrogate comes back as the 6 characters \\udcff
@@ -118,7 +118,7 @@ def printable(value):
 WHOLE_CHARACTERS = "use whole characters (an emoji as itself, or both its halves: \\ud83d\\ude00)"
 
 
-def unencodable(value, path="text"):
+def unencodable(value, path: str = "text") -> str | None:
     """Where `value` holds text UTF-8 cannot encode, in one line (what, not the fix); else None.
 
     A lone surrogate ("\\ud83d", half of a UTF-16 pair; or a byte that was not UTF-8, as Python
@@ -150,7 +150,7 @@ def unencodable(value, path="text"):
     return None
 
 
-def check_text(value, path="arguments", error=None):
+def check_text(value, path: str = "arguments", error: type | None = None):
     """`value` if all its text is UTF-8; else ArgumentError "invalid_text", or `error` if given.
 
     ArgumentError is the model's to fix (its arguments); pass error=UserError for the caller's text.

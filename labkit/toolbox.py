@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .config import DOCS_DIR
 from .errors import ToolError
-from .tools import tool
+from .tools import Tool, tool
 
 CALC_MAX_CHARS, CALC_MAX_NODES, CALC_MAX_MAGNITUDE = 200, 60, 1e15
 _OPERATORS = {
@@ -180,7 +180,7 @@ def _not_found(name, names):
     )
 
 
-def doc_tools(root=DOCS_DIR):
+def doc_tools(root=DOCS_DIR) -> tuple[Tool, Tool]:
     """The list_docs and read_doc tools, confined to the handbook-*.md files directly inside `root`.
 
     Example: list_docs, read_doc = doc_tools(tmp_path)   # tests use a temporary folder

@@ -148,7 +148,9 @@ def _docstring_parts(fn):
     return " ".join(head.split()), described
 
 
-def tool(fn=None, *, name=None, risk="low", egress=False):
+def tool(
+    fn=None, *, name: str | None = None, risk: str = "low", egress: bool | str | tuple = False
+):
     """Make a Tool from a function, deriving a strict schema from its type hints and docstring.
 
     egress: whether it sends data off the machine — the argument naming where, or True.
@@ -209,17 +211,17 @@ class ToolRegistry:
                 )
             self.tools[t.name] = t
 
-    def get(self, name):
+    def get(self, name: str) -> Tool:
         if name not in self.tools:
             raise UserError(
                 f"no tool named {name!r} — registered: {', '.join(self.tools) or 'none'}"
             )
         return self.tools[name]
 
-    def names(self):
+    def names(self) -> list[str]:
         return list(self.tools)
 
-    def specs(self, api=None):
+    def specs(self, api: str | None = None) -> list:
         """What a model is offered: the Tool objects, or each as an API wants it (to_api)."""
         return [t if api is None else to_api(t, api) for t in self.tools.values()]
 

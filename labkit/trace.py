@@ -23,7 +23,7 @@ class Event:
     tokens: int | None = None  # tokens this event used, when known
     elapsed: float = 0.0  # seconds, measured with the trace's clock
 
-    def line(self, timing=False):
+    def line(self, timing: bool = False) -> str:
         tokens = f"  [{self.tokens} tok]" if self.tokens is not None else ""
         clock = f"  {self.elapsed * 1000:.0f} ms" if timing else ""
         return f"{self.turn:>2} {self.kind:<5} {self.summary}{tokens}{clock}"
@@ -35,7 +35,7 @@ def clip(text, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def describe_call(call):
+def describe_call(call) -> str:
     """get_weather({"city": "Paris"}) — the call as the model wrote it."""
     return f"{call.name}({clip(call.arguments, 60)})"
 
@@ -47,12 +47,20 @@ class Trace:
         self.events = []
         self.clock = clock
 
-    def add(self, kind, turn, summary, tokens=None, elapsed=0.0, **detail):
+    def add(
+        self,
+        kind: str,
+        turn: int,
+        summary: str,
+        tokens: int | None = None,
+        elapsed: float = 0.0,
+        **detail,
+    ) -> Event:
         event = Event(kind, turn, clip(summary, 100), detail, tokens, elapsed)
         self.events.append(event)
         return event
 
-    def model(self, turn, reply, elapsed=0.0):
+    def model(self, turn: int, reply, elapsed: float = 0.0) -> Event:
         """Record a model turn: what it said or which tools it called."""
         said = [describe_call(c) for c in reply.tool_calls]
         if reply.text or not said:
@@ -71,7 +79,7 @@ class Trace:
             status=reply.status,
         )
 
-    def tool(self, turn, call, result, elapsed=0.0):
+    def tool(self, turn: int, call, result, elapsed: float = 0.0) -> Event:
         """Record a tool call and a summary of its result ({"ok": ...} dict or text)."""
         if isinstance(result, dict) and "ok" in result:
             outcome = (
@@ -93,16 +101,16 @@ class Trace:
             result=result,
         )
 
-    def stop(self, turn, reason, message=""):
+    def stop(self, turn: int, reason: str, message: str = "") -> Event:
         return self.add(
             "stop", turn, f"{reason}" + (f": {message}" if message else ""), reason=reason
         )
 
-    def lines(self, timing=False):
+    def lines(self, timing: bool = False) -> list[str]:
         """Deterministic text, one line per event (timing=True adds milliseconds, for people)."""
         return [e.line(timing) for e in self.events]
 
-    def text(self, timing=False):
+    def text(self, timing: bool = False) -> str:
         return "\n".join(self.lines(timing))
 
     def __repr__(self):
@@ -120,7 +128,7 @@ class Trace:
             f"</thead><tbody>{rows}</tbody></table>"
         )
 
-    def stepper(self):
+    def stepper(self) -> "Stepper":
         """A widget stepping through the events with their details; text where no widget can run.
 
         Example: trace.stepper()   # in JupyterLab: a slider, "event 1 of 8", the event's details
