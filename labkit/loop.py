@@ -251,28 +251,28 @@ def run(
        append it paired by call_id. A permission_denied result stops the run.
     6. Go back to 2.
     Every stop answers the calls still pending with a "not_run" result, so the history stays paired.
-    Example: run("Weather in Paris?", ScriptedModel([call("get_weather", city="Paris"), say("14
-    °C")]),
-                 [get_weather]).status  ->  "completed"
+    Example: run("Weather in Paris?", ScriptedModel([call("get_weather", city="Paris"),
+                 say("14 °C")]), [get_weather]).status  ->  "completed"
     """
     started = clock()
     registry, guard = as_registry(tools), guard or Guard()
+
+    def stop(reason, message="", calls=()):
+        return finish(result, reason, message, started, clock, calls)
+
     # 1. the history; a finished run's messages start with a system message
     history = [m for m in history if m.role != "system"]
     check_pairing(history)
     result = RunResult(trace=Trace(clock), task=task)
-    result.messages = [
-        system_message(DEFAULT_SYSTEM if system is None else system),
-        *history,
-        user(task),
-    ]
+    system = DEFAULT_SYSTEM if system is None else system
+    result.messages = [system_message(system), *history, user(task)]
     while True:
         # 2. the guard, then the turn limit
         decision = _consult(result, guard.before_model(result), "before model", ("allow", "stop"))
         if decision:
-            return finish(result, decision.reason, decision.message, started, clock)
+            return stop(decision.reason, decision.message)
         if result.turns >= max_turns:
-            return finish(result, "turn_limit", f"used all {max_turns} turns", started, clock)
+            return stop("turn_limit", f"used all {max_turns} turns")
         # 3. the model
         reply = model_turn(result, model, list(registry), started, clock, max_output_tokens)
         if reply is None:
@@ -281,23 +281,12 @@ def run(
         action = next_action(reply)
         if action != "run_tools":
             result.answer = reply.text.strip() if action == "completed" else ""
-            return finish(
-                result, action, reply.incomplete_reason or "", started, clock, reply.tool_calls
-            )
+            return stop(action, reply.incomplete_reason or "", reply.tool_calls)
         # 5. each tool call, in order
         for call in reply.tool_calls:
             if result.tool_calls >= max_calls:
-                return finish(
-                    result,
-                    "tool_limit",
-                    f"more than {max_calls} tool calls",
-                    started,
-                    clock,
-                    reply.tool_calls,
-                )
+                return stop("tool_limit", f"more than {max_calls} tool calls", reply.tool_calls)
             decision = _call_tool(result, call, registry, guard, clock)
             if decision:
-                return finish(
-                    result, decision.reason, decision.message, started, clock, reply.tool_calls
-                )
+                return stop(decision.reason, decision.message, reply.tool_calls)
         # 6. back to 2.
