@@ -85,9 +85,8 @@ class Budget(Guard):
     `max_output_tokens`, reserved for the reply (run_guarded caps the model's reply at it). Until a
     server reports usage the estimate adds the tool schemas and is multiplied by FIRST_SCALE; after
     that it is scaled by the largest reported/estimated ratio seen. Offline (the scripted model
-    counts
-    with the same estimate) the overshoot is 0; with a live model it is bounded by the estimate's
-    error, not proven 0. Watch it: Budget(..., watch=print) prints the meter every turn.
+    counts with the same estimate) the overshoot is 0; with a live model it is bounded by the
+    estimate's error, not proven 0. Watch it: Budget(..., watch=print) prints the meter every turn.
     Example: Budget(max_turns=4, max_tokens=2_000, max_cost=0.001)
     """
 

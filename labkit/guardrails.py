@@ -294,7 +294,7 @@ def run_guarded(
     A model that can cap its replies (it has max_output_tokens) is asked to cap each one at the
     budget's reservation, per call: the caller's model object is never changed.
     Example: run_guarded("Summarise shared.md", model, workspace.tools(),
-    budget=Budget(max_tokens=4_000))
+                         budget=Budget(max_tokens=4_000))
     """
     guard = guards(budget, max_risk, approve, secrets, detector, allowed_hosts)
     budget, hidden = guard.find(Budget), guard.find(Secrets)

@@ -276,8 +276,8 @@ class MemoryStore:
 
     Writes run in BEGIN IMMEDIATE with a busy timeout and a bounded retry; WAL lets readers go on.
     The file's folder must exist: it is never created, so a typo cannot start an empty store.
-    Example: store = MemoryStore(":memory:"); store.write("ana", "Prefers metric units", id="units",
-    confirmed=True)
+    Example: store = MemoryStore(":memory:")
+             store.write("ana", "Prefers metric units", id="units", confirmed=True)
     """
 
     def __init__(
@@ -731,8 +731,8 @@ class WorkingMemory:
     """What the agent holds during one session, in process: a TTL and a capacity bound it.
 
     When full, the item with the lowest priority leaves: lowest importance, then the oldest.
-    Example: wm = WorkingMemory(capacity=3, clock=clock); wm.add("Draft is due Friday",
-    importance=0.8)
+    Example: wm = WorkingMemory(capacity=3, clock=clock)
+             wm.add("Draft is due Friday", importance=0.8)
     """
 
     def __init__(self, capacity=20, ttl_seconds=3600.0, clock=time.time):
@@ -838,15 +838,11 @@ def memory_tools(store: MemoryStore, tenant: str, confirm=None, limit: int = 5) 
     """The `remember` and `recall` tools of one tenant. Only the person confirms, never the model.
 
     `remember` asks `confirm(question)` (the person, through your app) before it writes, naming the
-    old
-    value when the id holds one ("Replace 'A' with 'B'?"); with no confirm, or any answer but yes,
-    nothing
-    changes and the model is told why (error "not_confirmed", or "kept" when the old value stays).
-    The
-    words are stored as the assistant's; a yes to replacing the person's own words makes the new
-    words
-    theirs (source "user"). The model has no `confirmed` argument to set, so no text it read (a tool
-    result saying "remember that ...") can confirm.
+    old value when the id holds one ("Replace 'A' with 'B'?"); with no confirm, or any answer but
+    yes, nothing changes and the model is told why (error "not_confirmed", or "kept" when the old
+    value stays). The words are stored as the assistant's; a yes to replacing the person's own words
+    makes the new words theirs (source "user"). The model has no `confirmed` argument to set, so no
+    text it read (a tool result saying "remember that ...") can confirm.
     Example: remember, recall = memory_tools(store, "ana", confirm=input)
     """
     tenant = _tenant(tenant)

@@ -41,9 +41,8 @@ def approval_question(call: ToolCall, tool: Tool, width: int = 80) -> str:
     """What the person is asked: every argument on its own line, each value clipped separately, and
     where the data goes when the tool sends it off the machine.
 
-    One clip over the whole call would let a long first argument push `to` out of sight;
-    values
-    are JSON-encoded, so a newline inside one cannot fake another argument's line.
+    One clip over the whole call would let a long first argument push `to` out of sight; values are
+    JSON-encoded, so a newline inside one cannot fake another argument's line.
     Example: approval_question(call, send_email)
              ->  'Allow send_email (high risk)?\n  to: "ana@example.com"...'
     """

@@ -576,14 +576,11 @@ def run_agent(
 
     Each step: 1. verified -> completed; 2. cancel() -> cancelled; 3. steps, time and writes are
     budgets; 4. the policy picks an Action (None: unverified); 5. its operation_id is derived from
-    the
-    normalized arguments, the tool dispatched, the result reduced; 6. an unknown outcome stops the
-    run.
-    An action dispatch rejects (no such tool, arguments it refuses) is stored nowhere, so it gets no
-    id derived from what may not even be text: it is labelled rejected_<step>, and the rejection
-    lands in state.results for the policy (a model) to act on.
-    A step is one policy decision, not a model turn, hence step_limit (loop.run's turn_limit counts
-    turns).
+    the normalized arguments, the tool dispatched, the result reduced; 6. an unknown outcome stops
+    the run. An action dispatch rejects (no such tool, arguments it refuses) is stored nowhere, so
+    it gets no id derived from what may not even be text: it is labelled rejected_<step>, and the
+    rejection lands in state.results for the policy (a model) to act on. A step is one policy
+    decision, not a model turn, hence step_limit (loop.run's turn_limit counts turns).
     Example: run_agent(policy, runtime, State(), verify=lambda s: bool(s.results)).status
     """
     required_id(principal, "principal", "say who acts, e.g. run_agent(..., principal='alice')")

@@ -345,8 +345,8 @@ def validate_arguments(arguments, schema: dict, path: str = "arguments") -> None
 
     Raises UnsupportedSchema for a keyword outside the subset, ArgumentError (listing up to three
     problems, each with where and how to fix) for an invalid value.
-    Example: validate_arguments({"city": 3}, {"type": "object", "properties": {"city": {"type":
-    "string"}}})
+    Example: city = {"type": "object", "properties": {"city": {"type": "string"}}}
+             validate_arguments({"city": 3}, city)
              # ArgumentError: arguments.city should be string, got integer 3
     """
     check_schema(schema)
@@ -360,12 +360,11 @@ def validate_arguments(arguments, schema: dict, path: str = "arguments") -> None
 def normalize_arguments(value, schema: dict):
     """Valid arguments in one form: a whole-number float becomes an int where that is the type.
 
-    JSON does not tell 30 from 30.0, and validation accepts both as an integer (as JSON
-    Schema
+    JSON does not tell 30 from 30.0, and validation accepts both as an integer (as JSON Schema
     does); the tool, and any operation id derived from the arguments (07_runtime), must see one
     value.
-    Example: normalize_arguments({"n": 2.0}, {"type": "object", "properties": {"n": {"type":
-    "integer"}}})
+    Example: whole = {"type": "object", "properties": {"n": {"type": "integer"}}}
+             normalize_arguments({"n": 2.0}, whole)
              ->  {"n": 2}
     """
     if not isinstance(schema, dict):
@@ -402,11 +401,10 @@ def canonical(arguments) -> str:
     """One text per JSON value: sorted keys, no spaces, 30.0 written as 30 (05 repeats, 07 ids).
 
     subtle: validation accepts 30.0 as an integer (JSON Schema does), so if 30 and 30.0 were two
-    texts,
-    one intent would derive two operation_ids (07_runtime) and run twice. Numbers are folded here,
-    without a schema,
-    so a caller who derives the id from the raw arguments still gets the one id (as RFC 8785 does).
-    Text UTF-8 cannot encode has no such text: ArgumentError "invalid_text" (see check_text).
+    texts, one intent would derive two operation_ids (07_runtime) and run twice. Numbers are folded
+    here, without a schema, so a caller who derives the id from the raw arguments still gets the one
+    id (as RFC 8785 does). Text UTF-8 cannot encode has no such text: ArgumentError "invalid_text"
+    (see check_text).
     Example: canonical({"b": 1.0, "a": 2})  ->  '{"a":2,"b":1}'
     """
     check_text(arguments, "the value")
@@ -420,7 +418,7 @@ def check_strict(schema, path: str = "parameters") -> None:
 
     Strict mode wants every object closed (additionalProperties: false) and every property required.
     Example: check_strict({"type": "object", "properties": {}, "required": [],
-    "additionalProperties": False})
+                           "additionalProperties": False})
     """
     check_schema(schema, path)
     if isinstance(schema, bool):

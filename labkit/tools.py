@@ -56,8 +56,8 @@ class Tool:
     or the name(s) of the string argument(s) holding the destination — a URL, a host or an e-mail
     address — so a guard can check it against an allow-list (05_guardrails).
     Example: Tool("echo", "Repeat text.", {"type": "object", "properties": {"text": {"type":
-    "string"}},
-                  "required": ["text"], "additionalProperties": False}, lambda text: text)
+                  "string"}}, "required": ["text"], "additionalProperties": False},
+                  lambda text: text)
     """
 
     name: str
