@@ -204,31 +204,31 @@ def test_hygiene_check_catches_what_it_claims():
         assert what in found, what
 
 
-def planted(where, markdown):
-    """01_setup with one Markdown cell added before the section `where` (None: at the end)."""
+def planted(section, markdown):
+    """01_setup with one Markdown cell added right after the cell that opens `## {section}`."""
     nb = json.loads((ROOT / "notebooks" / "01_setup.ipynb").read_text())
-    at = next((i for i, c in enumerate(nb["cells"])
-               if where and "".join(c["source"]).startswith(f"## {where}")), len(nb["cells"]))
-    nb["cells"].insert(at, nbformat.v4.new_markdown_cell(markdown))
+    at = next(i for i, cell in enumerate(nb["cells"])
+              if "".join(cell["source"]).startswith(f"## {section}"))
+    nb["cells"].insert(at + 1, nbformat.v4.new_markdown_cell(markdown))
     return nb
 
 
 ROWS = "| message | cause | fix |\n|---|---|---|\n" + "| `boom` | a cause | a fix |\n" * 7
 
 
-@pytest.mark.parametrize("where, markdown, problem", [
-    ("Common errors", "5. One question more?\n6. And another?", "## Self-check has"),
-    (None, ROWS.strip(), "## Common errors has"),
-    (None, "## Further reading\n\nMore.", "## Further reading after ## Common errors"),
+@pytest.mark.parametrize("section, markdown, problem", [
+    ("Self-check", "5. One question more?\n6. And another?", "## Self-check has"),
+    ("Common errors", ROWS.strip(), "## Common errors has"),
+    ("Common errors", "## Further reading\n\nMore.", "## Further reading after ## Common errors"),
     ("Self-check", f"## {APPENDIX}\n\nHardening.", f"## {APPENDIX} comes before"),
 ], ids=["five questions", "seven rows", "a section after Common errors", "the Appendix early"])
-def test_shape_check_catches_a_lesson_too_long_or_out_of_order(where, markdown, problem):
-    found = problems(planted(where, markdown))
+def test_shape_check_catches_a_lesson_too_long_or_out_of_order(section, markdown, problem):
+    found = problems(planted(section, markdown))
     assert any(p.startswith(problem) for p in found), found
 
 
 def test_shape_check_accepts_the_appendix_after_common_errors():
-    nb = planted(None, f"## {APPENDIX}\n\nSeveral processes on one file.")
+    nb = planted("Common errors", f"## {APPENDIX}\n\nSeveral processes on one file.")
     assert problems(nb) == []
 
 
