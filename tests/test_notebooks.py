@@ -4,7 +4,9 @@ nbval itself (strict, with tests/sanitize.cfg) re-executes every notebook and co
 these tests check what nbval does not: a fresh-kernel execution order, no errors, nothing
 machine-specific or secret in outputs, the lesson headings in order, a reviewable file size,
 valid nbformat 4.5, the installed kernel's kernelspec (JupyterLab then opens a notebook
-unmodified), no blank first or last lines, and Markdown that renders as its author meant.
+unmodified), no blank first or last lines, Markdown that renders as its author meant, and a lesson
+short enough to finish (at most four Self-check questions and six Common errors rows; only the
+optional Appendix after Common errors).
 """
 
 import importlib.util
@@ -49,6 +51,9 @@ HEADINGS = [
     "Self-check",
     "Common errors",
 ]
+# The one section allowed after Common errors: hardening a curious learner may read later.
+APPENDIX = "Appendix: making it robust"
+MAX_QUESTIONS, MAX_ROWS = 4, 6
 LEAKS = [
     (
         re.compile(r"(?<![\w.])/(?:work|root|home|tmp|private|Users|var/folders)/[^\s'\"]+"),
@@ -103,6 +108,45 @@ def markdown_problems(source):
     return found
 
 
+def sections(nb):
+    """The notebook's Markdown cut at its level-2 headings: [(heading, text under it), ...]."""
+    found = []
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        for part in re.split(r"(?m)^(?=##\s)", "".join(cell["source"])):
+            heading = re.match(r"##\s+(.+?)\s*$", part, re.M)
+            if heading:
+                found.append((heading.group(1), part))
+            elif found:  # a cell that continues a section
+                found[-1] = (found[-1][0], found[-1][1] + "\n" + part)
+    return found
+
+
+def shape_problems(sections):
+    """A lesson too long to finish, or a section after Common errors that is not the Appendix."""
+    found = []
+    names = [name.lower() for name, _ in sections]
+    last = max((i for i, n in enumerate(names) if n.startswith("common errors")), default=None)
+    for index, (name, text) in enumerate(sections):
+        if name.lower().startswith("self-check"):
+            asked = re.sub(r"(?s)<details>.*?</details>", "", text)  # answers may number too
+            questions = len(re.findall(r"(?m)^\d+\.\s", asked))
+            if questions > MAX_QUESTIONS:
+                found.append(f"## Self-check has {questions} questions — at most {MAX_QUESTIONS}")
+        if name.lower().startswith("common errors"):
+            lines = re.findall(r"(?m)^\|.*$", text)
+            rules = [line for line in lines if re.fullmatch(r"\|[\s:|-]+", line.strip())]
+            rows = len(lines) - 2 * len(rules)  # each table: a header, a rule
+            if rows > MAX_ROWS:
+                found.append(f"## Common errors has {rows} rows — at most {MAX_ROWS}")
+        if name == APPENDIX and (last is None or index < last):
+            found.append(f"## {APPENDIX} comes before ## Common errors — move it to the end")
+        elif last is not None and index > last and name != APPENDIX:
+            found.append(f"## {name} after ## Common errors — only ## {APPENDIX} may follow it")
+    return found
+
+
 def problems(nb):
     found = []
     try:
@@ -124,14 +168,15 @@ def problems(nb):
         )
     if "widgets" in nb.get("metadata", {}):
         found.append("widget state saved in metadata")
-    expected, headings = 1, []
+    expected = 1
+    headings = [name for name, _ in sections(nb)]
+    found += shape_problems(sections(nb))
     for index, cell in enumerate(nb["cells"]):
         source = "".join(cell.get("source", ""))
         lines = source.split("\n")
         if source and (not lines[0].strip() or not lines[-1].strip()):
             found.append(f"cell {index}: blank first or last line")
         if cell["cell_type"] == "markdown":
-            headings += re.findall(r"(?m)^##\s+(.+?)\s*$", source)
             found += [f"cell {index}: {problem}" for problem in markdown_problems(source)]
             continue
         if cell["cell_type"] != "code" or not source.strip():
@@ -211,6 +256,45 @@ def test_hygiene_check_catches_what_it_claims():
         "blank first or last line",
     ]:
         assert what in found, what
+
+
+def planted(section, markdown):
+    """01_setup with one Markdown cell added right after the cell that opens `## {section}`."""
+    nb = json.loads((ROOT / "notebooks" / "01_setup.ipynb").read_text())
+    at = next(
+        i
+        for i, cell in enumerate(nb["cells"])
+        if "".join(cell["source"]).startswith(f"## {section}")
+    )
+    nb["cells"].insert(at + 1, nbformat.v4.new_markdown_cell(markdown))
+    return nb
+
+
+ROWS = "| message | cause | fix |\n|---|---|---|\n" + "| `boom` | a cause | a fix |\n" * 7
+
+
+@pytest.mark.parametrize(
+    "section, markdown, problem",
+    [
+        ("Self-check", "5. One question more?\n6. And another?", "## Self-check has"),
+        ("Common errors", ROWS.strip(), "## Common errors has"),
+        (
+            "Common errors",
+            "## Further reading\n\nMore.",
+            "## Further reading after ## Common errors",
+        ),
+        ("Self-check", f"## {APPENDIX}\n\nHardening.", f"## {APPENDIX} comes before"),
+    ],
+    ids=["five questions", "seven rows", "a section after Common errors", "the Appendix early"],
+)
+def test_shape_check_catches_a_lesson_too_long_or_out_of_order(section, markdown, problem):
+    found = problems(planted(section, markdown))
+    assert any(p.startswith(problem) for p in found), found
+
+
+def test_shape_check_accepts_the_appendix_after_common_errors():
+    nb = planted("Common errors", f"## {APPENDIX}\n\nSeveral processes on one file.")
+    assert problems(nb) == []
 
 
 @pytest.mark.parametrize(
@@ -315,8 +399,7 @@ def run_live(
     planted="sk-planted-live-notebook-0123456789abcdef",
     other="sk-openai-key-that-must-stay-home-98765",
 ):
-    """Execute a notebook with LABKIT_MODE=live against the fake server; return (outputs,
-    requests)."""
+    """Execute a notebook with LABKIT_MODE=live against the fake server; return (outputs, requests)."""
     import nbformat
     from nbclient import NotebookClient
 
