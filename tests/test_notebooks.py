@@ -399,7 +399,7 @@ def run_live(
     planted="sk-planted-live-notebook-0123456789abcdef",
     other="sk-openai-key-that-must-stay-home-98765",
 ):
-    """Execute a notebook with LABKIT_MODE=live against the fake server; return (outputs, requests)."""
+    """Execute a notebook live against the fake server; return (outputs, requests)."""
     import nbformat
     from nbclient import NotebookClient
 
