@@ -4,9 +4,10 @@ nbval itself (strict, with tests/sanitize.cfg) re-executes every notebook and co
 these tests check what nbval does not: a fresh-kernel execution order, no errors, nothing
 machine-specific or secret in outputs, the lesson headings in order, a reviewable file size,
 valid nbformat 4.5, the installed kernel's kernelspec (JupyterLab then opens a notebook
-unmodified), no blank first or last lines, Markdown that renders as its author meant, and a lesson
-short enough to finish (at most four Self-check questions and six Common errors rows; only the
-optional Appendix after Common errors).
+unmodified), no blank first or last lines, Markdown that renders as its author meant, library
+source printed within 100 columns (wider lines wrap), and a lesson short enough to finish (at
+most four Self-check questions and six Common errors rows; only the optional Appendix after
+Common errors).
 """
 
 import importlib.util
@@ -54,6 +55,8 @@ HEADINGS = [
 # The one section allowed after Common errors: hardening a curious learner may read later.
 APPENDIX = "Appendix: making it robust"
 MAX_QUESTIONS, MAX_ROWS = 4, 6
+# labkit's source lines are at most 100 characters, so a printed function never wraps.
+MAX_SOURCE_COLUMNS = 100
 LEAKS = [
     (
         re.compile(r"(?<![\w.])/(?:work|root|home|tmp|private|Users|var/folders)/[^\s'\"]+"),
@@ -186,8 +189,16 @@ def problems(nb):
                 f"cell {index}: execution_count {cell.get('execution_count')}, expected {expected}"
             )
         expected = (cell.get("execution_count") or expected) + 1
+        prints_source = "getsource(" in source
         for output in cell.get("outputs", []):
             text = output_text(output)
+            if prints_source:
+                found += [
+                    f"cell {index}: printed source line of {len(line)} characters — at most "
+                    f"{MAX_SOURCE_COLUMNS}, or it wraps"
+                    for line in text.splitlines()
+                    if len(line) > MAX_SOURCE_COLUMNS
+                ]
             if output.get("output_type") == "error" or (
                 output.get("name") == "stderr" and "Traceback" in text
             ):
@@ -256,6 +267,21 @@ def test_hygiene_check_catches_what_it_claims():
         "blank first or last line",
     ]:
         assert what in found, what
+
+
+@pytest.mark.parametrize(
+    "width, expected",
+    [(100, []), (101, ["printed source line of 101 characters — at most 100, or it wraps"])],
+    ids=["100 columns fit", "101 wrap"],
+)
+def test_printed_source_check_flags_a_line_that_would_wrap(width, expected):
+    """01_setup's `Reply` printout given one line `width` characters wide."""
+    nb = json.loads((ROOT / "notebooks" / "01_setup.ipynb").read_text())
+    printout = next(c for c in nb["cells"] if "getsource(" in "".join(c["source"]))
+    line = "    return " + "x" * (width - len("    return "))
+    printout["outputs"] = [nbformat.v4.new_output("stream", name="stdout", text=line + "\n")]
+    found = [p.split(": ", 1)[1] for p in problems(nb) if "printed source line" in p]
+    assert found == expected
 
 
 def planted(section, markdown):
