@@ -169,8 +169,7 @@ def evaluate_scenarios(scenarios, model_for=None):
     return Report(rows)
 
 
-# ---------------------------------------------------------------- 05_guardrails: workspace and
-# attacks
+# ------------------------------------------------------ 05_guardrails: workspace and attacks
 
 INJECTIONS = EVALS_DIR / "injections.json"
 EXFILTRATION = EVALS_DIR / "exfiltration.json"

@@ -218,8 +218,8 @@ def resolve(old: Memory | None, new_source: str, new_content: str, now: float) -
     if old.source == "user" and new_source != "user":
         return (
             "kept",
-            f"the user said it; this came from the {new_source} — ask the user to confirm the "
-            "change",
+            f"the user said it; this came from the {new_source} — "
+            "ask the user to confirm the change",
         )
     return "replaced", "newer statement wins; the old value is in history"
 
@@ -738,8 +738,8 @@ class WorkingMemory:
     def __init__(self, capacity=20, ttl_seconds=3600.0, clock=time.time):
         if not isinstance(capacity, int) or capacity < 1 or ttl_seconds <= 0:
             raise UserError(
-                "WorkingMemory needs capacity >= 1 and ttl_seconds > 0 — e.g. WorkingMemory(20, "
-                "3600)"
+                "WorkingMemory needs capacity >= 1 and ttl_seconds > 0 — "
+                "e.g. WorkingMemory(20, 3600)"
             )
         self.capacity, self.ttl_seconds, self.clock = capacity, ttl_seconds, clock
         self.evicted = []  # every item pushed out by capacity, in order
@@ -874,9 +874,8 @@ def memory_tools(store: MemoryStore, tenant: str, confirm=None, limit: int = 5) 
         if not approved(confirm(question) if confirm else None):
             if replacing and confirm:
                 raise ToolError(
-                    f"not replaced: the user kept {old.content!r} — go on with that value and do "
-                    "not "
-                    "ask again unless the user brings it up",
+                    f"not replaced: the user kept {old.content!r} — go on with that value "
+                    "and do not ask again unless the user brings it up",
                     "kept",
                 )
             raise ToolError(
@@ -884,13 +883,11 @@ def memory_tools(store: MemoryStore, tenant: str, confirm=None, limit: int = 5) 
                 "to keep; they are asked before anything is stored",
                 "not_confirmed",
             )
-        # the words are the model's ("assistant"); only when the person chose them over
-        # their own
-        # words are they the person's statement ("user"), protected like the value they replace
+        # the words are the model's ("assistant"); only when the person chose them over their
+        # own words are they the person's ("user"), protected like the value they replace
         if replacing and old.source == "user":
             record["source"] = "user"
-        # no lock is held while the person answers; a write by another process in that gap
-        # is
+        # no lock is held while the person answers; a write by another process in that gap is
         # judged by resolve() like any other
         result = store.write_many([record])[0]
         if result.status == "kept":  # e.g. the stored value is newer: the write changed nothing
@@ -923,8 +920,8 @@ def memory_tools(store: MemoryStore, tenant: str, confirm=None, limit: int = 5) 
         Tool(
             "remember",
             "Save one thing about the user for future conversations: only what the user told "
-            "you and wants kept. The user is asked to confirm first. The same id replaces the old "
-            "value.",
+            "you and wants kept. The user is asked to confirm first. "
+            "The same id replaces the old value.",
             {
                 "type": "object",
                 "additionalProperties": False,

@@ -174,8 +174,7 @@ class NoteBook:
         Example: book.create("Migrate billing DB", tags=["db"])"""
         title, tags, body = *_clean(title, type, tags), _body(body)  # before the counter moves
         number = self._next_number()
-        # count on before the note is written; a crash in between skips an id, never reuses
-        # one
+        # count on before the note is written: a crash in between skips an id, never reuses one
         temporary = self.folder / (COUNTER + ".tmp")
         temporary.write_text(f"n{number + 1}\n", encoding="utf-8")
         os.replace(temporary, self.folder / COUNTER)

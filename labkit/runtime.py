@@ -120,8 +120,7 @@ class OperationStore:
                 f"cannot open the operation store {path} ({problem}) — check that its "
                 "folder exists and is writable"
             )
-        # under WAL, NORMAL may lose the last commits on power loss; FULL fsyncs every
-        # commit
+        # under WAL, NORMAL may lose the last commits on power loss; FULL fsyncs each commit
         self.db.execute(f"PRAGMA synchronous={synchronous}")
         self.db.execute(
             "CREATE TABLE IF NOT EXISTS operations (operation_id TEXT PRIMARY KEY, "
@@ -293,8 +292,7 @@ class ToolRuntime:
     def _execute(self, tool, arguments, op):
         # a risk="low" tool only reads, so it has no side effect that could be unknown: its
         # exceptions (and timeouts) are failures. This trusts the label: a tool that writes must
-        # never
-        # be marked low, or a crash after its write would be recorded as "did not happen".
+        # never be marked low, or a crash after its write would be recorded as "did not happen".
         reads_only = tool.risk == "low"
         try:
             data = self._call(tool.fn, arguments)
