@@ -1,6 +1,7 @@
 # labkit: two commands do all set-up. Run them from the repository root (the folder of this file).
 #   make lab    create .venv from the lock when missing, open JupyterLab on notebooks/
 #   make test   the same environment, every unit test and every notebook (strict nbval)
+#   make lint   ruff: lint and format check of labkit, tests, benchmarks and .ci
 # Maintainers: `make notebooks` re-executes notebooks in a fresh kernel the way the tests
 # compare them; `make lock` regenerates requirements-lock.txt from requirements.txt.
 
@@ -27,7 +28,7 @@ OLD_PY   := import sys; sys.exit(sys.version_info < tuple(map(int, "$(PY_MIN)".s
 READY   := $(shell test -f $(STAMP) && $(BIN)/python -c '$(WHICH_PY)' 2>/dev/null \
              | cmp -s - $(STAMP) && echo yes)
 
-.PHONY: lab test notebooks lock bench clean-venv venv-not-ready
+.PHONY: lab test lint notebooks lock bench clean-venv venv-not-ready
 
 # 1. refuse a Python the lock does not install on; 2. rebuild a .venv made by another Python
 # (an older one, or one that no longer runs); 3. install, which resumes a half-finished install;
@@ -59,6 +60,11 @@ lab: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+LINTED := labkit tests benchmarks .ci
+lint: $(STAMP)
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/ruff format --check $(LINTED)
 
 notebooks: $(STAMP)
 	$(BIN)/python .ci/execute_notebooks.py $(NB)

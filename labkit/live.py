@@ -3,21 +3,34 @@
 Built in 01_setup. `ResponsesModel` (Responses API, store=False, the default) and `ChatModel`
 (Chat Completions, what most OpenAI-compatible local servers speak) return the same Reply as the
 scripted model. `connect()` picks a model from the settings; `request_preview()` shows the exact
-JSON body live mode would POST, computed offline. Every SDK failure becomes a labkit error whose
-message is one line and never contains the key; the key itself lives only in the SDK client.
+JSON body live mode would POST, computed offline; `doctor()` says whether live mode can start.
+Every SDK failure becomes a labkit error whose message is one line and never contains the key;
+the key itself lives only in the SDK client (`openai_client` makes every one).
 
 Deliberately left out: streaming, images and audio, structured outputs, async, automatic retries.
 """
+
 import json
+import sys
+from importlib import metadata
 
-from .config import (DEFAULT_MODEL, OFFICIAL_BASE_URL, TIMEOUT_SECONDS, call_service,
-                     checked_retries, checked_timeout, key_problem, load_settings, redact,
-                     shown_url)
-from .errors import ServiceError, UserError
-from .models import Reply, ScriptedModel, ToolCall, Usage, as_tool_spec, check_pairing
+from .config import (
+    DEFAULT_MODEL,
+    OFFICIAL_BASE_URL,
+    REPO_ROOT,
+    TIMEOUT_SECONDS,
+    checked_retries,
+    checked_timeout,
+    key_problem,
+    load_settings,
+    redact,
+    shown_url,
+)
+from .errors import ServiceError, UserError, call_service, explain
+from .models import Reply, ScriptedModel, ToolCall, Usage, check_pairing, tighter, to_api
 
 
-def read_output(items):
+def read_output(items: list) -> tuple[str, list[ToolCall]]:
     """Read a Responses API `output` list into (text, [ToolCall, ...]); skip reasoning and others.
 
     Example: read_output([{"type": "message", "content": [{"type": "output_text", "text": "hi"}]}])
@@ -26,17 +39,21 @@ def read_output(items):
     texts, calls = [], []
     for item in items:
         if not isinstance(item, dict):
-            continue                    # not an item at all: nothing to read
+            continue  # not an item at all: nothing to read
         if item.get("type") == "message":
-            texts.append("".join(part.get("text") or part.get("refusal") or ""
-                                 for part in item.get("content") or []))
+            texts.append(
+                "".join(
+                    part.get("text") or part.get("refusal") or ""
+                    for part in item.get("content") or []
+                )
+            )
         elif item.get("type") == "function_call":
             call_id = item.get("call_id") or f"call_{len(calls) + 1}"
             calls.append(sent_call(call_id, item.get("name"), item.get("arguments")))
     return "\n".join(t for t in texts if t), calls
 
 
-def sent_call(call_id, name, arguments):
+def sent_call(call_id: str, name, arguments) -> ToolCall:
     """A ToolCall from what a server sent. Arguments sent as a JSON object or array (some local
     servers do) become their JSON text — what the model meant; none at all are "{}". A name that
     is missing or not text stays as sent: the loop refuses that call as malformed.
@@ -50,32 +67,41 @@ def sent_call(call_id, name, arguments):
     return ToolCall(call_id, name, arguments)
 
 
-def responses_body(model, messages, tools=(), replay_reasoning=False, max_output_tokens=None):
+def responses_body(
+    model: str,
+    messages: list,
+    tools=(),
+    replay_reasoning: bool = False,
+    max_output_tokens: int | None = None,
+) -> dict:
     """The JSON body for POST /responses (store=False: the server keeps nothing between turns)."""
     check_pairing(messages)
     items = []
     for m in messages:
         if m.role == "tool":
-            items.append({"type": "function_call_output", "call_id": m.tool_call_id, "output": m.content})
+            items.append(
+                {"type": "function_call_output", "call_id": m.tool_call_id, "output": m.content}
+            )
             continue
         if replay_reasoning:
             items += [r for r in m.reasoning if r.get("encrypted_content")]
         if m.content or m.role != "assistant":
             items.append({"role": m.role, "content": m.content})
-        items += [{"type": "function_call", "call_id": c.id, "name": c.name, "arguments": c.arguments}
-                  for c in m.tool_calls]
+        items += [
+            {"type": "function_call", "call_id": c.id, "name": c.name, "arguments": c.arguments}
+            for c in m.tool_calls
+        ]
     body = {"model": model, "input": items, "store": False}
     if tools:
-        body["tools"] = [{"type": "function", "name": s.name, "description": s.description,
-                          "parameters": s.parameters, "strict": s.strict} for s in map(as_tool_spec, tools)]
+        body["tools"] = [to_api(t, "responses") for t in tools]
     if replay_reasoning:
         body["include"] = ["reasoning.encrypted_content"]
     if max_output_tokens:
-        body["max_output_tokens"] = max_output_tokens    # reasoning tokens count too
+        body["max_output_tokens"] = max_output_tokens  # reasoning tokens count too
     return body
 
 
-def chat_body(model, messages, tools=(), max_output_tokens=None):
+def chat_body(model: str, messages: list, tools=(), max_output_tokens: int | None = None) -> dict:
     """The JSON body for POST /chat/completions (tool results are role "tool" messages)."""
     check_pairing(messages)
     out = []
@@ -83,22 +109,33 @@ def chat_body(model, messages, tools=(), max_output_tokens=None):
         if m.role == "tool":
             out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content})
         elif m.role == "assistant" and m.tool_calls:
-            out.append({"role": "assistant", "content": m.content or None, "tool_calls": [
-                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-                for c in m.tool_calls]})
+            out.append(
+                {
+                    "role": "assistant",
+                    "content": m.content or None,
+                    "tool_calls": [
+                        {
+                            "id": c.id,
+                            "type": "function",
+                            "function": {"name": c.name, "arguments": c.arguments},
+                        }
+                        for c in m.tool_calls
+                    ],
+                }
+            )
         else:
             out.append({"role": m.role, "content": m.content})
     body = {"model": model, "messages": out}
     if tools:
-        body["tools"] = [{"type": "function", "function": {"name": s.name, "description": s.description,
-                                                           "parameters": s.parameters, "strict": s.strict}}
-                         for s in map(as_tool_spec, tools)]
+        body["tools"] = [to_api(t, "chat") for t in tools]
     if max_output_tokens:
         body["max_completion_tokens"] = max_output_tokens
     return body
 
 
-def request_preview(messages, tools=(), api=None, model=None):
+def request_preview(
+    messages: list, tools=(), api: str | None = None, model: str | None = None
+) -> dict:
     """The exact JSON body live mode would POST, computed offline (no key, no network).
 
     Example: request_preview([user("ping")])["input"]  ->  [{"role": "user", "content": "ping"}]
@@ -107,7 +144,11 @@ def request_preview(messages, tools=(), api=None, model=None):
     api, model = api or s.api, model or s.model
     if api not in ("responses", "chat"):
         raise UserError(f"api={api!r} is not an API — use 'responses' or 'chat'")
-    return responses_body(model, messages, tools) if api == "responses" else chat_body(model, messages, tools)
+    return (
+        responses_body(model, messages, tools)
+        if api == "responses"
+        else chat_body(model, messages, tools)
+    )
 
 
 def _usage(data, names):
@@ -119,39 +160,80 @@ def _usage(data, names):
     return Usage(inp, out, int(raw.get("total_tokens") or inp + out))
 
 
+def openai_client(
+    api_key: str | None = None,
+    base_url: str = OFFICIAL_BASE_URL,
+    timeout: float = TIMEOUT_SECONDS,
+    max_retries: int = 0,
+    key_name: str = "OPENAI_API_KEY",
+    key_source: str | None = None,
+):
+    """The one way labkit makes an `openai.OpenAI` client: the key and the settings checked first.
+
+    Live models and live embeddings (labkit.embed) both get their client here.
+    Example: openai_client(settings.api_key, settings.base_url).models.list()
+    """
+    problem = key_problem(api_key, base_url == OFFICIAL_BASE_URL, key_name, key_source)
+    if problem:
+        raise UserError(problem)
+    timeout, max_retries = checked_timeout(timeout), checked_retries(max_retries)
+    import openai  # imported here: offline lessons never need it
+
+    # base_url is always passed, so the SDK never reads a stray OPENAI_BASE_URL
+    return openai.OpenAI(
+        api_key=api_key or "no-key-needed",
+        base_url=base_url,
+        timeout=timeout,
+        max_retries=max_retries,
+    )
+
+
 class _LiveModel:
     """What both adapters share: settings, sending, turning SDK failures into labkit errors."""
 
-    def __init__(self, model=DEFAULT_MODEL, *, api_key=None, base_url=OFFICIAL_BASE_URL,
-                 timeout=TIMEOUT_SECONDS, max_retries=0, key_name="OPENAI_API_KEY", key_source=None,
-                 max_output_tokens=None):
-        problem = key_problem(api_key, base_url == OFFICIAL_BASE_URL, key_name, key_source)
-        if problem:
-            raise UserError(problem)
-        timeout, max_retries = checked_timeout(timeout), checked_retries(max_retries)
-        import openai
+    def __init__(
+        self,
+        model=DEFAULT_MODEL,
+        *,
+        api_key=None,
+        base_url=OFFICIAL_BASE_URL,
+        timeout=TIMEOUT_SECONDS,
+        max_retries=0,
+        key_name="OPENAI_API_KEY",
+        key_source=None,
+        max_output_tokens=None,
+    ):
+        self._client = openai_client(api_key, base_url, timeout, max_retries, key_name, key_source)
         # the URL as shown (a password in it masked); the client keeps the real one, and the key
-        self.model, self.base_url, self.timeout = model, shown_url(base_url), timeout
-        self.key_source = key_source            # where the key was set, for a 401's fix
-        self.max_output_tokens = max_output_tokens  # a server-side cap on each reply; None: the server's default
-        self.usage = Usage()                    # sums only what the server reported
-        self.unreported_turns = 0               # replies that came without usage
-        # subtle: base_url is always passed, so the SDK never reads a stray OPENAI_BASE_URL
-        self._client = openai.OpenAI(api_key=api_key or "no-key-needed", base_url=base_url,
-                                     timeout=timeout, max_retries=max_retries)
+        self.model, self.base_url = model, shown_url(base_url)
+        self.timeout = self._client.timeout
+        self.key_source = key_source  # where the key was set, for a 401's fix
+        # a cap on each reply; None: the server's default
+        self.max_output_tokens = max_output_tokens
+        self.usage = Usage()  # sums only what the server reported
+        self.unreported_turns = 0  # replies that came without usage
 
     def _redact(self, text):
         """text without this model's key (which need not be a configured one)."""
         return redact(text, (self._client.api_key,))
 
-    def respond(self, messages, tools=()):
-        body = self.request_preview(messages, tools)
-        raw = call_service(lambda: self._send(body), self.model, self.base_url, self.timeout,
-                           self.key_source, (self._client.api_key,))
-        if isinstance(raw, str):                # the SDK hands back text when the body was not JSON
-            raise ServiceError(f"bad response: {self.base_url} answered with a web page or plain text, "
-                               "not JSON — the base URL must be the API root (usually ending in /v1)")
-        # subtle: warnings=False — a server may send a field the SDK's types do not expect (a tool
+    def respond(self, messages: list, tools=(), max_output_tokens: int | None = None) -> Reply:
+        """Send the messages; cap the reply at the tighter of the model's and this call's cap."""
+        body = self.request_preview(messages, tools, max_output_tokens)
+        raw = call_service(
+            lambda: self._send(body),
+            self.model,
+            self.base_url,
+            self.timeout,
+            self.key_source,
+            (self._client.api_key,),
+        )
+        if isinstance(raw, str):  # the SDK hands back text when the body was not JSON
+            raise ServiceError(
+                f"bad response: {self.base_url} answered with a web page or plain text, "
+                "not JSON — the base URL must be the API root (usually ending in /v1)"
+            )
+        # warnings=False — a server may send a field the SDK's types do not expect (a tool
         # name as a list); _parse reads whatever came, so the SDK's serializer warning is only noise
         data = raw.to_dict(warnings=False) if hasattr(raw, "to_dict") else raw
         reply = self._parse(data)
@@ -179,9 +261,13 @@ class ResponsesModel(_LiveModel):
         super().__init__(model, **options)
         self.replay_reasoning = replay_reasoning
 
-    def request_preview(self, messages, tools=()):
-        """The exact JSON body this model would POST to /responses. Example: model.request_preview(msgs)"""
-        return responses_body(self.model, messages, tools, self.replay_reasoning, self.max_output_tokens)
+    def request_preview(
+        self, messages: list, tools=(), max_output_tokens: int | None = None
+    ) -> dict:
+        """The exact JSON body this model would POST to /responses.
+        Example: model.request_preview(msgs)"""
+        cap = tighter(self.max_output_tokens, max_output_tokens)
+        return responses_body(self.model, messages, tools, self.replay_reasoning, cap)
 
     def _send(self, body):
         return self._client.responses.create(**body)
@@ -191,13 +277,23 @@ class ResponsesModel(_LiveModel):
             message = self._redact((data.get("error") or {}).get("message", "no message"))
             raise ServiceError(f"the response failed on the server ({message}) — try again")
         text, calls = read_output(data.get("output") or [])
-        reasoning = [{k: item[k] for k in ("type", "id", "summary", "encrypted_content") if k in item}
-                     for item in data.get("output") or []
-                     if item.get("type") == "reasoning" and item.get("encrypted_content")]
+        reasoning = [
+            {k: item[k] for k in ("type", "id", "summary", "encrypted_content") if k in item}
+            for item in data.get("output") or []
+            if item.get("type") == "reasoning" and item.get("encrypted_content")
+        ]
         status = "incomplete" if data.get("status") == "incomplete" else "completed"
-        reason = (data.get("incomplete_details") or {}).get("reason") if status == "incomplete" else None
-        return Reply(text, calls, _usage(data, ("input_tokens", "output_tokens")), status, reason,
-                     reasoning if self.replay_reasoning else [])
+        reason = (
+            (data.get("incomplete_details") or {}).get("reason") if status == "incomplete" else None
+        )
+        return Reply(
+            text,
+            calls,
+            _usage(data, ("input_tokens", "output_tokens")),
+            status,
+            reason,
+            reasoning if self.replay_reasoning else [],
+        )
 
 
 class ChatModel(_LiveModel):
@@ -206,9 +302,13 @@ class ChatModel(_LiveModel):
     Example: ChatModel("llama3.2", base_url="http://127.0.0.1:11434/v1").respond([user("ping")])
     """
 
-    def request_preview(self, messages, tools=()):
+    def request_preview(
+        self, messages: list, tools=(), max_output_tokens: int | None = None
+    ) -> dict:
         """The exact JSON body this model would POST to /chat/completions."""
-        return chat_body(self.model, messages, tools, self.max_output_tokens)
+        return chat_body(
+            self.model, messages, tools, tighter(self.max_output_tokens, max_output_tokens)
+        )
 
     def _send(self, body):
         return self._client.chat.completions.create(**body)
@@ -216,8 +316,10 @@ class ChatModel(_LiveModel):
     def _parse(self, data):
         choices = data.get("choices") or []
         if not choices:
-            raise ServiceError(f"bad response: {self.base_url} returned no choices — try again, or check "
-                               "that the server supports this model")
+            raise ServiceError(
+                f"bad response: {self.base_url} returned no choices — try again, or check "
+                "that the server supports this model"
+            )
         message, finish = choices[0].get("message") or {}, choices[0].get("finish_reason")
         calls = []
         for i, c in enumerate(message.get("tool_calls") or [], 1):
@@ -226,12 +328,18 @@ class ChatModel(_LiveModel):
             call_id = c.get("id") or f"call_{i}"
             calls.append(sent_call(call_id, function.get("name"), function.get("arguments")))
         reason = {"length": "max_output_tokens", "content_filter": "content_filter"}.get(finish)
-        return Reply(message.get("content") or message.get("refusal") or "", calls,
-                     _usage(data, ("prompt_tokens", "completion_tokens")),
-                     "incomplete" if reason else "completed", reason)
+        return Reply(
+            message.get("content") or message.get("refusal") or "",
+            calls,
+            _usage(data, ("prompt_tokens", "completion_tokens")),
+            "incomplete" if reason else "completed",
+            reason,
+        )
 
 
-def connect(mode=None, script=(), max_output_tokens=None):
+def connect(
+    mode: str | None = None, script=(), max_output_tokens: int | None = None
+) -> "ScriptedModel | ResponsesModel | ChatModel":
     """The model the settings ask for: scripted offline (the default), or live.
 
     Example: model = connect(script=[say("pong")])   # offline: replays the script
@@ -241,53 +349,119 @@ def connect(mode=None, script=(), max_output_tokens=None):
     s = load_settings(mode)
     if s.mode == "offline":
         return ScriptedModel(script)
-    problem = s.key_problem()
-    if problem:
-        raise UserError(problem)
     cls = ResponsesModel if s.api == "responses" else ChatModel
-    return cls(s.model, api_key=s.api_key, base_url=s.base_url, timeout=s.timeout,
-               max_retries=s.max_retries, key_name=s.key_name, key_source=s.key_source,
-               max_output_tokens=max_output_tokens)
+    return cls(
+        s.model,
+        api_key=s.api_key,
+        base_url=s.base_url,
+        timeout=s.timeout,
+        max_retries=s.max_retries,
+        key_name=s.key_name,
+        key_source=s.key_source,
+        max_output_tokens=max_output_tokens,
+    )
 
 
-def describe(model):
+def describe(model) -> str:
     """One line saying which model answers and how to switch. Example: print(describe(model))"""
     if isinstance(model, ScriptedModel):
-        return (f"offline: a scripted model replays {len(model.steps)} written step(s); no key, no "
-                "network. To go live set LABKIT_MODE=live and OPENAI_API_KEY in .env, then restart the kernel.")
+        return (
+            f"offline: a scripted model replays {len(model.steps)} written step(s); no key, no "
+            "network. To go live set LABKIT_MODE=live and OPENAI_API_KEY in .env, then restart the "
+            "kernel."
+        )
     where = "the OpenAI API" if model.base_url == OFFICIAL_BASE_URL else model.base_url
     api = "Responses API" if isinstance(model, ResponsesModel) else "Chat Completions API"
     return f"live: {model.model} via {where} ({api}); answers vary from run to run."
 
 
-# ---------------------------------------------------------------- 01_setup hands-on task
-
-def _task():
-    from .check import Case, Task
-    msg = lambda *texts: {"type": "message", "role": "assistant",
-                          "content": [{"type": "output_text", "text": t} for t in texts]}
-    fc = lambda call_id, name, args: {"type": "function_call", "call_id": call_id, "name": name,
-                                      "arguments": args}
-    weather = fc("call_a", "get_weather", '{"city": "Paris"}')
-    a = ToolCall("call_a", "get_weather", '{"city": "Paris"}')
-    b = ToolCall("call_b", "calculate", '{"expression": "2+2"}')
-    return Task("read a Responses API `output` list into (text, [ToolCall, ...])", [
-        Case("one message, no calls", ([msg("pong")],), ("pong", []),
-             "a message item keeps its text in content[i]['text']"),
-        Case("one function call", ([weather],), ("", [a]),
-             "build ToolCall(item['call_id'], item['name'], item['arguments']); use call_id, not id",
-             crash_hint="a function_call item has no 'content': look at item['type'] first"),
-        Case("a reasoning item before the call", ([{"type": "reasoning", "id": "rs_1", "summary": []}, weather],),
-             ("", [a]), "skip items whose type you do not handle (reasoning, web_search_call, ...)",
-             crash_hint="a reasoning item has no 'content' or 'name': skip types you do not handle"),
-        Case("two parallel calls keep their order", ([weather, fc("call_b", "calculate", '{"expression": "2+2"}')],),
-             ("", [a, b]), "append calls in the order they appear"),
-        Case("text split into two parts", ([msg("Hel", "lo")],), ("Hello", []),
-             "join all output_text parts of a message with ''"),
-        Case("text and a call in one reply", ([msg("Checking."), weather],), ("Checking.", [a]),
-             "a reply can hold a message and calls at once; keep both"),
-        Case("empty output", ([],), ("", []), "no items: return ('', [])"),
-    ], reference=read_output)
+# ---------------------------------------------------------------- the doctor
 
 
-TASK = _task()
+def _package_report():
+    """Compare installed versions with requirements-lock.txt; return one line."""
+    lock = REPO_ROOT / "requirements-lock.txt"
+    if not lock.is_file():
+        return "lock file not found (labkit was installed outside its repository)"
+    wrong = []
+    for line in lock.read_text().splitlines():
+        name, sep, pinned = line.partition("==")
+        if not sep or line.startswith("#"):
+            continue
+        try:
+            installed = metadata.version(name.strip())
+        except metadata.PackageNotFoundError:
+            wrong.append(f"{name} missing")
+            continue
+        if installed.split("+")[0] != pinned.strip():
+            wrong.append(f"{name} {installed} (lock: {pinned.strip()})")
+    if not wrong:
+        return "match requirements-lock.txt  ok"
+    return f"{len(wrong)} differ from the lock: {', '.join(wrong[:4])} — run: make clean-venv lab"
+
+
+def doctor(environ: dict | None = None) -> bool:
+    """Print a health report: Python, packages, mode, .env, key (never its value), model, endpoint.
+
+    Returns whether labkit can run as configured; when it cannot, a "problem" line says why.
+    Example: labkit.doctor()   # run it first when something does not work
+    """
+    version = ".".join(map(str, sys.version_info[:3]))
+    py_ok = sys.version_info >= (3, 11)
+    lines = [
+        "labkit doctor",
+        f"  python      {version}  {'ok' if py_ok else 'too old: labkit needs 3.11 or newer'}",
+        f"  packages    {_package_report()}",
+    ]
+    problems = (
+        []
+        if py_ok
+        else [
+            f"python {version} is too old — install Python 3.11+ and run: "
+            "make clean-venv lab PY=python3.11"
+        ]
+    )
+    try:
+        s = load_settings(environ=environ)
+    except UserError as exc:
+        s, problems = None, [*problems, explain(exc)]
+    if s is not None:
+        bad_key = s.key_problem()
+        if s.api_key is None:  # truthful: never "present" for a key that is not set
+            key_line = (
+                f"{s.key_name} not set ("
+                + (
+                    "needed only for live mode"
+                    if s.official
+                    else "a local server usually needs none"
+                )
+                + ")"
+            )
+        elif bad_key:
+            key_line = f"{s.key_name} present but malformed: {bad_key}"
+        else:
+            key_line = (
+                f"{s.key_name} present and well-formed, set in {s.key_source} (value never shown)"
+            )
+        endpoint = (
+            "official OpenAI endpoint"
+            if s.official
+            else f"LABKIT_BASE_URL (not OpenAI): {shown_url(s.base_url)}, API: {s.api}"
+        )
+        lines += [
+            f"  mode        {s.mode}",
+            f"  .env        {s.env_file or s.env_note}",
+            f"  key         {key_line}",
+            f"  model       {s.model}",
+            f"  endpoint    {endpoint}",
+        ]
+        if s.ignored:
+            lines.append(
+                f"  ignored     {', '.join(s.ignored)} (labkit never sends your key to "
+                "it; use LABKIT_BASE_URL + LABKIT_API to opt in)"
+            )
+        if s.mode == "live" and bad_key:
+            problems.append(f"live mode cannot start: {bad_key}")
+    lines += [f"  problem     {problem}" for problem in problems]
+    print("\n".join(lines))
+    return not problems

@@ -1,11 +1,13 @@
-"""Messages, replies, and the scripted model. A model is anything with `respond(messages, tools) -> Reply`.
+"""Messages, replies, tool specs and the scripted model.
 
-Built in 01_setup. `ScriptedModel` is the offline default: its steps are literally what a model
-would say (`say`, `call`), nothing more; everything around it (tools, loop, storage) runs for real.
-The live models that speak to a real API are in live.py and return the same Reply.
+A model is anything with `respond(messages, tools) -> Reply`. Built in 01_setup. `ScriptedModel` is
+the offline default: its steps are literally what a model would say (`say`, `call`), nothing more;
+everything around it (tools, loop, storage) runs for real. `to_api` renders a tool spec for the
+APIs. The live models that speak to a real API are in live.py and return the same Reply.
 
 Deliberately left out: streaming, images and audio, structured outputs, async.
 """
+
 import copy
 import json
 import re
@@ -23,10 +25,11 @@ class ToolCall:
 
     Example: ToolCall("call_1", "f", {"x": 1}).problem  ->  "the arguments are a JSON object, ..."
     """
-    id: str                   # pairs the call with its output: "call_1"
-    name: str                 # the tool the model wants to run
-    arguments: str            # the raw JSON text the model wrote; the tool layer parses it
-    problem: str | None = None    # why the call cannot run as sent; None for a well-formed call
+
+    id: str  # pairs the call with its output: "call_1"
+    name: str  # the tool the model wants to run
+    arguments: str  # the raw JSON text the model wrote; the tool layer parses it
+    problem: str | None = None  # why the call cannot run as sent; None for a well-formed call
 
     def __post_init__(self):
         found = [] if self.problem is None else [self.problem]
@@ -36,8 +39,10 @@ class ToolCall:
         elif not isinstance(self.name, str):
             found.append(f"the tool name is {_kind(self.name)}, not text — {fix}")
         if not isinstance(self.arguments, str):
-            found.append(f"the arguments are {_kind(self.arguments)}, not JSON text — send a "
-                         "string holding one JSON object ('{}' when the tool takes none)")
+            found.append(
+                f"the arguments are {_kind(self.arguments)}, not JSON text — send a "
+                "string holding one JSON object ('{}' when the tool takes none)"
+            )
         self.id, self.name = as_text(self.id), as_text(self.name)
         self.arguments = as_text(self.arguments)
         self.problem = "; ".join(found) or None
@@ -50,14 +55,18 @@ class ToolCall:
 
 def _kind(value):
     """A value's kind in JSON words. Example: _kind([1])  ->  "a JSON array" """
-    for cls, word in ((bool, "a boolean"), ((int, float), "a number"), (dict, "a JSON object"),
-                      ((list, tuple), "a JSON array")):
-        if isinstance(value, cls):    # subtle: bool first; True is an int to Python
+    for cls, word in (
+        (bool, "a boolean"),
+        ((int, float), "a number"),
+        (dict, "a JSON object"),
+        ((list, tuple), "a JSON array"),
+    ):
+        if isinstance(value, cls):  # bool first; True is an int to Python
             return word
     return "null" if value is None else f"a Python {type(value).__name__}"
 
 
-def as_text(value):
+def as_text(value) -> str:
     """A tool call's field as text: text stays, None is "", anything else is its JSON.
 
     Example: as_text({"city": "Paris"})  ->  '{"city": "Paris"}'
@@ -68,17 +77,17 @@ def as_text(value):
         return ""
     try:
         return json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError, RecursionError):     # not JSON: name its type, never its repr
+    except (TypeError, ValueError, RecursionError):  # not JSON: name its type, never its repr
         return f"<{type(value).__name__}>"
 
 
 @dataclass
 class Message:
-    role: str                 # "system" | "user" | "assistant" | "tool"
+    role: str  # "system" | "user" | "assistant" | "tool"
     content: str = ""
-    tool_calls: list = field(default_factory=list)     # assistant: [ToolCall, ...]
-    tool_call_id: str | None = None                    # tool: the ToolCall.id this answers
-    reasoning: list = field(default_factory=list)      # assistant: encrypted reasoning items, opaque
+    tool_calls: list = field(default_factory=list)  # assistant: [ToolCall, ...]
+    tool_call_id: str | None = None  # tool: the ToolCall.id this answers
+    reasoning: list = field(default_factory=list)  # assistant: encrypted reasoning items, opaque
 
 
 @dataclass
@@ -86,37 +95,44 @@ class Usage:
     input_tokens: int = 0
     output_tokens: int = 0
     total_tokens: int = 0
-    estimated: bool = False   # True when labkit estimated it (scripted model), not a server
+    estimated: bool = False  # True when labkit estimated it (scripted model), not a server
 
     def __add__(self, other):
-        return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens,
-                     self.total_tokens + other.total_tokens, self.estimated or other.estimated)
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.total_tokens + other.total_tokens,
+            self.estimated or other.estimated,
+        )
 
 
 @dataclass
 class Reply:
     text: str = ""
-    tool_calls: list = field(default_factory=list)     # [ToolCall, ...]
-    usage: Usage | None = None                         # None when the server did not report it
-    status: str = "completed"                          # "completed" | "incomplete"
-    incomplete_reason: str | None = None               # e.g. "max_output_tokens"
-    reasoning: list = field(default_factory=list)      # replayable reasoning items (Responses API)
+    tool_calls: list = field(default_factory=list)  # [ToolCall, ...]
+    usage: Usage | None = None  # None when the server did not report it
+    status: str = "completed"  # "completed" | "incomplete"
+    incomplete_reason: str | None = None  # e.g. "max_output_tokens"
+    reasoning: list = field(default_factory=list)  # replayable reasoning items (Responses API)
 
-    def to_message(self):
+    def to_message(self) -> "Message":
         """The assistant message to append to the history."""
-        return Message("assistant", self.text, list(self.tool_calls), reasoning=list(self.reasoning))
+        return Message(
+            "assistant", self.text, list(self.tool_calls), reasoning=list(self.reasoning)
+        )
 
 
-def system(text):
+def system(text: str) -> Message:
     return Message("system", text)
 
 
-def user(text):
+def user(text: str) -> Message:
     return Message("user", text)
 
 
-def tool_message(call, content):
-    """The output of one tool call, paired with it by id. Example: tool_message(call, '{"ok": true}')"""
+def tool_message(call: ToolCall, content: str) -> Message:
+    """The output of one tool call, paired with it by id.
+    Example: tool_message(call, '{"ok": true}')"""
     return Message("tool", content, tool_call_id=call.id)
 
 
@@ -124,21 +140,52 @@ def tool_message(call, content):
 class ToolSpec:
     name: str
     description: str
-    parameters: dict          # a JSON schema whose root is an object
-    strict: bool = True       # OpenAI strict mode: additionalProperties false, all properties required
+    parameters: dict  # a JSON schema whose root is an object
+    strict: bool = True  # OpenAI strict mode: additionalProperties false, all properties required
 
 
-def as_tool_spec(tool):
+def as_tool_spec(tool) -> ToolSpec:
     """Accept a ToolSpec, a dict, or any object with name/description/parameters (a labkit Tool)."""
     if isinstance(tool, ToolSpec):
         return tool
-    get = tool.get if isinstance(tool, dict) else lambda key, default=None: getattr(tool, key, default)
+    get = (
+        tool.get
+        if isinstance(tool, dict)
+        else lambda key, default=None: getattr(tool, key, default)
+    )
     if not get("name") or not isinstance(get("parameters"), dict):
-        raise UserError(f"{tool!r} is not a tool — give a name, a description and a parameters schema")
+        raise UserError(
+            f"{tool!r} is not a tool — give a name, a description and a parameters schema"
+        )
     return ToolSpec(get("name"), get("description", ""), get("parameters"), get("strict", True))
 
 
-def estimate_tokens(text):
+def to_api(tool, api: str) -> dict:
+    """A tool spec as the Responses API or the Chat Completions API wants it in `tools=[...]`.
+
+    The one renderer: the live adapters, request previews and ToolRegistry.specs all use it.
+    Example: to_api(get_weather, "chat")  ->  {"type": "function", "function": {"name": ...}}
+    """
+    s = as_tool_spec(tool)
+    spec = {
+        "name": s.name,
+        "description": s.description,
+        "parameters": s.parameters,
+        "strict": s.strict,
+    }
+    if api == "responses":
+        return {"type": "function", **spec}
+    if api == "chat":
+        return {"type": "function", "function": spec}
+    raise UserError(f"api {api!r} is not one of responses, chat")
+
+
+def tighter(cap: int | None, other: int | None) -> int | None:
+    """The smaller of two output caps, where None means no cap. Example: tighter(None, 50) -> 50"""
+    return other if cap is None else cap if other is None else min(cap, other)
+
+
+def estimate_tokens(text: str) -> int:
     """A rough token count: about 4 characters per token in English, 1 per CJK character.
 
     Example: estimate_tokens("hello world")  ->  3     Real tokenizers (tiktoken) differ.
@@ -147,10 +194,12 @@ def estimate_tokens(text):
     return cjk + -(-(len(text) - cjk) // 4)
 
 
-def estimate_messages(messages):
+def estimate_messages(messages: list) -> int:
     """A rough token count for a whole history (3 per message plus its text and call arguments)."""
-    return sum(3 + estimate_tokens(m.content) + sum(estimate_tokens(c.arguments) for c in m.tool_calls)
-               for m in messages)
+    return sum(
+        3 + estimate_tokens(m.content) + sum(estimate_tokens(c.arguments) for c in m.tool_calls)
+        for m in messages
+    )
 
 
 # ---------------------------------------------------------------- the scripted model
@@ -159,28 +208,31 @@ def estimate_messages(messages):
 @dataclass(frozen=True)
 class Step:
     """One scripted turn: what the model says and which tools it calls."""
+
     text: str = ""
-    calls: tuple = ()                    # ((name, arguments_json), ...)
+    calls: tuple = ()  # ((name, arguments_json), ...)
     status: str = "completed"
     incomplete_reason: str | None = None
 
     def __str__(self):
         parts = [f"say({self.text!r})"] if self.text or not self.calls else []
         parts += [f"call {name}({arguments})" for name, arguments in self.calls]
-        return " + ".join(parts) + (f" [incomplete: {self.incomplete_reason}]" if self.status != "completed" else "")
+        return " + ".join(parts) + (
+            f" [incomplete: {self.incomplete_reason}]" if self.status != "completed" else ""
+        )
 
 
-def say(text):
+def say(text: str) -> Step:
     """A step where the model answers in text. Example: say("pong")"""
     return Step(text=text)
 
 
-def call(name, /, **arguments):
+def call(name: str, /, **arguments) -> Step:
     """A step where the model calls a tool. Example: call("get_weather", city="Beijing")"""
     return Step(calls=((name, json.dumps(arguments, ensure_ascii=False)),))
 
 
-def raw_call(name, arguments):
+def raw_call(name, arguments) -> Step:
     """A call given verbatim: broken JSON, or a name or arguments that are not text at all.
 
     Example: raw_call("f", '{"x": ')   or   raw_call(["f"], {"x": 1})
@@ -188,13 +240,15 @@ def raw_call(name, arguments):
     return Step(calls=((name, arguments),))
 
 
-def turn(*steps):
-    """Several steps said in one turn (text plus parallel calls). Example: turn(say("Checking."), call(...))"""
+def turn(*steps: Step) -> Step:
+    """Several steps said in one turn (text plus parallel calls).
+    Example: turn(say("Checking."), call(...))"""
     return Step(" ".join(s.text for s in steps if s.text), sum((s.calls for s in steps), ()))
 
 
-def incomplete(text="", reason="max_output_tokens"):
-    """A reply the server cut short. Example: incomplete("The weather in Par", "max_output_tokens")"""
+def incomplete(text: str = "", reason: str | None = "max_output_tokens") -> Step:
+    """A reply the server cut short.
+    Example: incomplete("The weather in Par", "max_output_tokens")"""
     return Step(text=text, status="incomplete", incomplete_reason=reason)
 
 
@@ -205,8 +259,8 @@ def _said(calls):
 
 @dataclass
 class Seen:
-    messages: list            # a copy of the messages the model was shown
-    tools: list               # the names of the tools it was offered
+    messages: list  # a copy of the messages the model was shown
+    tools: list  # the names of the tools it was offered
 
 
 class ScriptedModel:
@@ -215,7 +269,8 @@ class ScriptedModel:
     A step is a Step (`say`, `call`, ...) or a function (messages, tools) -> Step for a lesson
     about reacting to input. It records what it was shown (`seen`), fails loudly when the script
     runs out, and `unused()` lists steps never reached. Usage is estimated, and marked so.
-    Set `max_output_tokens` to cut a longer reply the way a server does (status "incomplete").
+    Set `max_output_tokens` (or pass it to one `respond` call) to cut a longer reply the way a
+    server does (status "incomplete").
 
     Example: ScriptedModel([say("pong")]).respond([user("ping")]).text  ->  "pong"
     """
@@ -225,25 +280,33 @@ class ScriptedModel:
         self.position = 0
         self.seen = []
         self.usage = Usage(estimated=True)
-        self.max_output_tokens = None     # None: no cap; else replies are cut to fit, as a server does
+        self.max_output_tokens = None  # None: no cap; else replies are cut to fit, as a server does
         self._ids = count(1)
 
-    def respond(self, messages, tools=()):
+    def respond(self, messages: list, tools=(), max_output_tokens: int | None = None) -> Reply:
+        """The next step as a Reply, cut to the tighter of the model's and this call's cap."""
         self.seen.append(Seen(copy.deepcopy(list(messages)), [as_tool_spec(t).name for t in tools]))
         if not self.steps:
-            raise UserError("this scripted model has no steps — offline, pass the script: "
-                            "connect(script=[say(...), call(...)]), or set LABKIT_MODE=live for a real model")
+            raise UserError(
+                "this scripted model has no steps — offline, pass the script: "
+                "connect(script=[say(...), call(...)]), or set LABKIT_MODE=live for a real model"
+            )
         if self.position >= len(self.steps):
-            raise UserError(f"the scripted model has no step {self.position + 1}: its script has "
-                            f"{len(self.steps)} step(s) and was asked for another turn — add a step "
-                            "(say/call), or check why the loop did not stop")
+            raise UserError(
+                f"the scripted model has no step {self.position + 1}: its script has "
+                f"{len(self.steps)} step(s) and was asked for another turn — add a step "
+                "(say/call), or check why the loop did not stop"
+            )
         step = self.steps[self.position]
         self.position += 1
         if callable(step) and not isinstance(step, Step):
-            step = step(messages, tools)            # a computed step reacts to what it was shown
+            step = step(messages, tools)  # a computed step reacts to what it was shown
         if not isinstance(step, Step):
-            raise UserError(f"script step {self.position} is {step!r}, not a step — use say(...) or call(...)")
-        text, said, status, reason = self._capped(step)
+            raise UserError(
+                f"script step {self.position} is {step!r}, not a step — use say(...) or call(...)"
+            )
+        cap = tighter(self.max_output_tokens, max_output_tokens)
+        text, said, status, reason = self._capped(step, cap)
         calls = [ToolCall(f"call_{next(self._ids)}", name, arguments) for name, arguments in said]
         spoken = text + _said(said)
         usage = Usage(estimate_messages(messages), estimate_tokens(spoken), estimated=True)
@@ -251,16 +314,19 @@ class ScriptedModel:
         self.usage = self.usage + usage
         return Reply(text, calls, usage, status, reason)
 
-    def _capped(self, step):
-        """(text, calls, status, reason) as a server with max_output_tokens returns them: text cut to fit,
-        then only the calls that fit whole, and status "incomplete" when anything was cut."""
-        cap, calls = self.max_output_tokens, step.calls
+    def _capped(self, step, cap):
+        """(text, calls, status, reason) as a server with max_output_tokens returns them: the
+        text cut to fit, then only the calls that fit whole, and "incomplete" when anything was
+        cut."""
+        calls = step.calls
         if cap is None or estimate_tokens(step.text + _said(calls)) <= cap:
             return step.text, calls, step.status, step.incomplete_reason
-        low, high = 0, len(step.text)       # the longest prefix of the text that fits
+        low, high = 0, len(step.text)  # the longest prefix of the text that fits
         while low < high:
             middle = (low + high + 1) // 2
-            low, high = (middle, high) if estimate_tokens(step.text[:middle]) <= cap else (low, middle - 1)
+            low, high = (
+                (middle, high) if estimate_tokens(step.text[:middle]) <= cap else (low, middle - 1)
+            )
         text, kept = step.text[:low], ()
         for name, arguments in calls:
             if estimate_tokens(text + _said(kept + ((name, arguments),))) > cap:
@@ -268,9 +334,12 @@ class ScriptedModel:
             kept += ((name, arguments),)
         return text, kept, "incomplete", "max_output_tokens"
 
-    def unused(self):
+    def unused(self) -> list[str]:
         """The steps never reached, as text. Example: model.unused()  ->  ["say('bye')"]"""
-        return [str(s) if isinstance(s, Step) else "<computed step>" for s in self.steps[self.position:]]
+        return [
+            str(s) if isinstance(s, Step) else "<computed step>"
+            for s in self.steps[self.position :]
+        ]
 
     def __repr__(self):
         return f"ScriptedModel({len(self.steps)} steps, {self.position} used)"
@@ -279,22 +348,30 @@ class ScriptedModel:
 # ---------------------------------------------------------------- histories
 
 
-def check_pairing(messages):
+def check_pairing(messages: list) -> None:
     """Every tool call must be answered by exactly one tool message, right after it, by call id."""
     waiting = {}
-    for i, m in enumerate(messages, 1):                 # messages are counted from 1, as people count
+    for i, m in enumerate(messages, 1):  # messages are counted from 1, as people count
         if m.role not in ("system", "user", "assistant", "tool"):
-            raise UserError(f"message {i} has role {m.role!r} — use system, user, assistant or tool")
+            raise UserError(
+                f"message {i} has role {m.role!r} — use system, user, assistant or tool"
+            )
         if m.role == "tool":
             if m.tool_call_id not in waiting:
-                raise UserError(f"message {i} answers call {m.tool_call_id!r}, which no assistant message "
-                                "before it made (or was already answered) — append reply.to_message() "
-                                "before the tool results")
+                raise UserError(
+                    f"message {i} answers call {m.tool_call_id!r}, which no assistant message "
+                    "before it made (or was already answered) — append reply.to_message() "
+                    "before the tool results"
+                )
             del waiting[m.tool_call_id]
             continue
         if waiting:
-            raise UserError(f"message {i} comes before the output of call(s) {', '.join(waiting)} — append "
-                            "one tool_message(call, result) per call first")
+            raise UserError(
+                f"message {i} comes before the output of call(s) {', '.join(waiting)} — append "
+                "one tool_message(call, result) per call first"
+            )
         waiting = {c.id: c for c in m.tool_calls} if m.role == "assistant" else {}
     if waiting:
-        raise UserError(f"call(s) {', '.join(waiting)} have no output yet — append one tool_message per call")
+        raise UserError(
+            f"call(s) {', '.join(waiting)} have no output yet — append one tool_message per call"
+        )

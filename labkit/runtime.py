@@ -4,12 +4,12 @@ Built in 07_runtime. `ToolRuntime.dispatch` writes each operation to SQLite as i
 synchronous=FULL) before its tool runs and records the outcome after. It never runs an operation
 twice on its own: the same operation_id replays the stored result, and an outcome nobody knows (a
 crash, an exception, a timeout) stays needs_reconcile until someone checks the external system and
-calls `reconcile` (a risk="low" tool only reads, so its exceptions are recorded as failed). A pure
-`reduce` of typed events tracks a run; `run_agent` drives one, bounded.
-
-Deliberately left out: leases and heartbeats (`recover()` assumes one worker per store at start-up),
-retry queues, compensation (sagas), distributed stores, async execution.
+calls `reconcile`. A pure `reduce` of typed events tracks a run; `run_agent` drives one, bounded,
+and ends with one of its own STOP_REASONS.
+Deliberately left out: leases and heartbeats (`recover()` assumes one worker per store at
+start-up), retry queues, compensation (sagas), distributed stores, async execution.
 """
+
 import hashlib
 import json
 import sqlite3
@@ -19,18 +19,37 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from .errors import GuardrailTripped, ToolError, UserError
-from .tools import (RISKS, ArgumentError, ToolRegistry, canonical, check_text, normalize_arguments,
-                    parse_arguments, printable, required_id, validate_arguments)
+from .schema import (
+    ArgumentError,
+    canonical,
+    check_text,
+    normalize_arguments,
+    parse_arguments,
+    printable,
+    required_id,
+    validate_arguments,
+)
+from .tools import RISKS, as_registry, risk_above
 from .trace import Trace
 
 STATUSES = ("in_flight", "succeeded", "failed", "needs_reconcile")
+# How run_agent ends: its own vocabulary (a step is a policy decision, not loop.run's model turn).
+STOP_REASONS = (
+    "completed",
+    "needs_reconcile",
+    "cancelled",
+    "unverified",
+    "step_limit",
+    "budget_exhausted",
+    "permission_denied",
+)
 CRASH_POINTS = ("before_persist", "after_persist", "during_execute", "after_execute")
 
 
 MAKE_ID = "derive it with operation_id(principal, tool, arguments, scope)"
 
 
-def operation_id(principal, tool, arguments, scope=None):
+def operation_id(principal: str, tool: str, arguments, scope: str | None = None) -> str:
     """A stable id for one intended side effect: the same intent always derives the same id.
 
     principal: who acts (two users refunding one order are two operations); tool + canonical
@@ -45,17 +64,25 @@ def operation_id(principal, tool, arguments, scope=None):
     check_text(arguments, "arguments", UserError)
     try:
         key = canonical([principal, tool, arguments, scope])
-    except (TypeError, ValueError):     # e.g. a set or an object: JSON has no text for it
-        raise UserError("arguments must be JSON values (dict, list, str, number, bool, None) — "
-                        "pass them as the tool receives them") from None
-    return "op_" + hashlib.sha256(key.encode()).hexdigest()[:16]    # 64 bits: readable, and plenty here
+    except (TypeError, ValueError):  # e.g. a set or an object: JSON has no text for it
+        key = None  # raised below, so json's error is not its __context__
+    if key is None:
+        raise UserError(
+            "arguments must be JSON values (dict, list, str, number, bool, None) — "
+            "pass them as the tool receives them"
+        )
+    # 64 bits: readable, and plenty here
+    return "op_" + hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
 def _scope(scope):
     """None (no business occasion), or a proper id: a blank scope is a mistake, never a default."""
     if scope is not None:
-        required_id(scope, "scope", "name the business occasion, e.g. scope='ticket-9', or pass "
-                                    "None when there is none")
+        required_id(
+            scope,
+            "scope",
+            "name the business occasion, e.g. scope='ticket-9', or pass None when there is none",
+        )
     return scope
 
 
@@ -66,9 +93,9 @@ def _scope(scope):
 class Operation:
     operation_id: str
     tool: str
-    arguments: str            # canonical JSON text
-    status: str               # one of STATUSES
-    result: dict | None       # what dispatch returned or reconcile found; None while in flight
+    arguments: str  # canonical JSON text
+    status: str  # one of STATUSES
+    result: dict | None  # what dispatch returned or reconcile found; None while in flight
 
 
 class OperationStore:
@@ -79,47 +106,66 @@ class OperationStore:
 
     def __init__(self, path, synchronous="FULL"):
         if synchronous not in ("FULL", "NORMAL", "OFF"):
-            raise UserError(f"synchronous={synchronous!r} — use 'FULL' (durable), 'NORMAL' or 'OFF'")
-        try:   # isolation_level=None: autocommit, so each statement is its own committed transaction
+            raise UserError(
+                f"synchronous={synchronous!r} — use 'FULL' (durable), 'NORMAL' or 'OFF'"
+            )
+        problem = None
+        try:  # isolation_level=None: autocommit, so each statement is its own committed transaction
             self.db = sqlite3.connect(str(path), timeout=30, isolation_level=None)
             self.db.execute("PRAGMA journal_mode=WAL")
         except sqlite3.OperationalError as exc:
-            raise UserError(f"cannot open the operation store {path} ({exc}) — check that its folder "
-                            "exists and is writable") from None
-        # subtle: under WAL, NORMAL may lose the last commits on power loss; FULL fsyncs every commit
+            problem = str(exc)
+        if problem:  # raised out here: sqlite's error is not its __context__
+            raise UserError(
+                f"cannot open the operation store {path} ({problem}) — check that its "
+                "folder exists and is writable"
+            )
+        # under WAL, NORMAL may lose the last commits on power loss; FULL fsyncs each commit
         self.db.execute(f"PRAGMA synchronous={synchronous}")
-        self.db.execute("CREATE TABLE IF NOT EXISTS operations (operation_id TEXT PRIMARY KEY, "
-                        "tool TEXT NOT NULL, arguments TEXT NOT NULL, status TEXT NOT NULL, result TEXT)")
+        self.db.execute(
+            "CREATE TABLE IF NOT EXISTS operations (operation_id TEXT PRIMARY KEY, "
+            "tool TEXT NOT NULL, arguments TEXT NOT NULL, status TEXT NOT NULL, result TEXT)"
+        )
 
-    def get(self, operation_id):
-        row = self.db.execute("SELECT * FROM operations WHERE operation_id = ?", (operation_id,)).fetchone()
+    def get(self, operation_id: str) -> Operation | None:
+        row = self.db.execute(
+            "SELECT * FROM operations WHERE operation_id = ?", (operation_id,)
+        ).fetchone()
         return None if row is None else Operation(*row[:4], json.loads(row[4]) if row[4] else None)
 
-    def claim(self, operation_id, tool, arguments):
+    def claim(self, operation_id: str, tool: str, arguments: str) -> bool:
         """Insert the operation as in_flight. False when the id exists: someone claimed it first."""
-        cursor = self.db.execute("INSERT INTO operations VALUES (?, ?, ?, 'in_flight', NULL) "
-                                 "ON CONFLICT DO NOTHING", (operation_id, tool, arguments))
-        return cursor.rowcount == 1     # subtle: one atomic statement, so two workers cannot both win
+        cursor = self.db.execute(
+            "INSERT INTO operations VALUES (?, ?, ?, 'in_flight', NULL) ON CONFLICT DO NOTHING",
+            (operation_id, tool, arguments),
+        )
+        return cursor.rowcount == 1  # subtle: one atomic statement, so two workers cannot both win
 
-    def settle(self, operation_id, status, result, was=("in_flight", "needs_reconcile")):
+    def settle(
+        self, operation_id: str, status: str, result: dict, was=("in_flight", "needs_reconcile")
+    ) -> bool:
         """Record an outcome, only while the operation is in one of the `was` statuses."""
-        # subtle: default=str, so a tool returning a non-JSON value still gets its success recorded
+        # default=str, so a tool returning a non-JSON value still gets its success recorded
         cursor = self.db.execute(
             f"UPDATE operations SET status = ?, result = ? WHERE operation_id = ? AND status IN "
-            f"({','.join('?' * len(was))})", (status, json.dumps(result, default=str), operation_id, *was))
+            f"({','.join('?' * len(was))})",
+            (status, json.dumps(result, default=str), operation_id, *was),
+        )
         return cursor.rowcount == 1
 
-    def operations(self, status=None):
+    def operations(self, status: str | None = None) -> list[Operation]:
         """Every operation, or those in one status, in the order they were first stored."""
-        rows = self.db.execute("SELECT operation_id FROM operations WHERE ? IS NULL OR status = ? "
-                               "ORDER BY rowid", (status, status)).fetchall()
+        rows = self.db.execute(
+            "SELECT operation_id FROM operations WHERE ? IS NULL OR status = ? ORDER BY rowid",
+            (status, status),
+        ).fetchall()
         return [self.get(op) for (op,) in rows]
 
-    def close(self):
+    def close(self) -> None:
         self.db.close()
 
 
-def decide(stored, tool, arguments):
+def decide(stored: Operation | None, tool: str, arguments: str) -> str:
     """What dispatch does with an operation_id, given the stored Operation (or None).
 
     "execute": nothing stored; "conflict": the id was used for another tool or other arguments;
@@ -160,93 +206,124 @@ class ToolRuntime:
         if max_risk not in RISKS:
             raise UserError(f"max_risk={max_risk!r} — use one of {', '.join(RISKS)}")
         if store is None:
-            raise UserError("ToolRuntime needs a store — pass store='runtime.db' (a file that outlives the "
-                            "process), or ':memory:' for a throwaway experiment (not durable)")
-        self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
+            raise UserError(
+                "ToolRuntime needs a store — pass store='runtime.db' (a file that outlives the "
+                "process), or ':memory:' for a throwaway experiment (not durable)"
+            )
+        self.tools = as_registry(tools)
         self.max_risk = max_risk
         self.store = store if isinstance(store, OperationStore) else OperationStore(store)
-        self.timeout = timeout                               # seconds per tool call; None waits
-        self.failpoint = failpoint or (lambda point: None)   # the crash lab kills the process here
+        self.timeout = timeout  # seconds per tool call; None waits
+        self.failpoint = failpoint or (lambda point: None)  # the crash lab kills the process here
 
-    def risk(self, name):
-        """The risk of a tool, or None when there is no such tool. Example: runtime.risk("refund")"""
+    def risk(self, name: str) -> str | None:
+        """The risk of a tool, or None when there is no such tool.
+        Example: runtime.risk("refund")"""
         return self.tools.get(name).risk if isinstance(name, str) and name in self.tools else None
 
-    def arguments_for(self, name, arguments):
-        """The arguments as the tool will receive them: parsed, validated, 30.0 -> 30 where the schema says integer.
+    def arguments_for(self, name: str, arguments: dict | str) -> dict:
+        """The arguments as the tool receives them: parsed, validated, 30.0 made 30.
 
         `name` must be one of the runtime's tools; raises ArgumentError where dispatch would reject.
-        Example: runtime.arguments_for("refund", '{"order_id": "A-17", "amount": 30.0}')["amount"]  ->  30
+        Example: runtime.arguments_for("refund", '{"order_id": "A-17", "amount": 30.0}')["amount"]
+                 ->  30
         """
         parameters = self.tools.get(name).parameters
         arguments = parse_arguments(arguments) if isinstance(arguments, str) else arguments
         validate_arguments(arguments, parameters)
-        return check_text(normalize_arguments(arguments, parameters))   # a dict may hold "\\ud83d"
+        return check_text(normalize_arguments(arguments, parameters))  # a dict may hold "\\ud83d"
 
-    def dispatch(self, name, arguments, operation_id):
+    def dispatch(self, name: str, arguments: dict | str, operation_id: str) -> dict:
         """Run a tool at most once per operation_id and return its result, stored or fresh.
 
         A missing or blank operation_id is a UserError (derive one with operation_id(...)).
         Example: runtime.dispatch("refund", {"order_id": "A-17", "amount": 30}, op)["status"]
                  ->  "succeeded" (run now) or the stored status (replayed=True)
         """
-        required_id(operation_id, "operation_id", MAKE_ID)     # before anything can run
+        required_id(operation_id, "operation_id", MAKE_ID)  # before anything can run
         if self.risk(name) is None:
-            return _refused(operation_id, "unknown_tool", f"there is no tool {name!r} — use one of "
-                            f"{', '.join(self.tools.names())}", "rejected")
+            return _refused(
+                operation_id,
+                "unknown_tool",
+                f"there is no tool {name!r} — use one of {', '.join(self.tools.names())}",
+                "rejected",
+            )
         tool = self.tools.get(name)
-        if RISKS.index(tool.risk) > RISKS.index(self.max_risk):
-            raise PermissionDenied(f"{name} is {tool.risk} risk but this runtime may run up to {self.max_risk} "
-                                   f"— ask a person to approve it, or delegate max_risk={tool.risk!r} on purpose",
-                                   reason="permission_denied")
-        try:    # the tool, the stored text and the conflict check all see the normalized arguments
+        if risk_above(tool.risk, self.max_risk):
+            raise PermissionDenied(
+                f"{name} is {tool.risk} risk but this runtime may run up to {self.max_risk} "
+                f"— ask a person to approve it, or delegate max_risk={tool.risk!r} on purpose",
+                reason="permission_denied",
+            )
+        try:  # the tool, the stored text and the conflict check all see the normalized arguments
             arguments = self.arguments_for(name, arguments)
         except ArgumentError as exc:
-            return _refused(operation_id, exc.kind, str(exc), "rejected")   # the message says how to fix
+            # the message says how to fix
+            return _refused(operation_id, exc.kind, str(exc), "rejected")
         text = canonical(arguments)
         stored = self.store.get(operation_id)
         if decide(stored, name, text) == "execute":
             self.failpoint("before_persist")
-            if self.store.claim(operation_id, name, text):     # in_flight is durable before the tool runs
+            # in_flight is durable before the tool runs
+            if self.store.claim(operation_id, name, text):
                 self.failpoint("after_persist")
                 return self._execute(tool, arguments, operation_id)
-            stored = self.store.get(operation_id)   # subtle: another worker claimed it after our read
+            # another worker claimed it after our read
+            stored = self.store.get(operation_id)
         return self._stored(stored, name, text)
 
     def _stored(self, stored, name, text):
         op = stored.operation_id
         if decide(stored, name, text) == "conflict":
-            raise UserError(f"operation_id {op} was first used for {stored.tool}({stored.arguments}), not "
-                            f"{name}({text}) — derive ids with operation_id(principal, tool, arguments, scope)")
-        if stored.result is None:       # in flight: a worker runs it right now, or one died mid-way
-            return _unknown(op, f"{op} is in flight: started, outcome not recorded — do not run it again; "
-                                "if no worker is running it, call recover(), check the external system, "
-                                "then reconcile()", "in_flight")
+            raise UserError(
+                f"operation_id {op} was first used for {stored.tool}({stored.arguments}), not "
+                f"{name}({text}) — derive ids with operation_id(principal, tool, arguments, scope)"
+            )
+        if stored.result is None:  # in flight: a worker runs it right now, or one died mid-way
+            return _unknown(
+                op,
+                f"{op} is in flight: started, outcome not recorded — do not run it again; "
+                "if no worker is running it, call recover(), check the external system, "
+                "then reconcile()",
+                "in_flight",
+            )
         return {**stored.result, "replayed": True}
 
     def _execute(self, tool, arguments, op):
-        # subtle: a risk="low" tool only reads, so it has no side effect that could be unknown: its
-        # exceptions (and timeouts) are failures. This trusts the label: a tool that writes must never
-        # be marked low, or a crash after its write would be recorded as "did not happen".
+        # a risk="low" tool only reads, so it has no side effect that could be unknown: its
+        # exceptions (and timeouts) are failures. This trusts the label: a tool that writes must
+        # never be marked low, or a crash after its write would be recorded as "did not happen".
         reads_only = tool.risk == "low"
         try:
             data = self._call(tool.fn, arguments)
-        except ToolError as exc:        # the tool itself says it failed before acting
+        except ToolError as exc:  # the tool itself says it failed before acting
             result = _refused(op, exc.kind, str(exc))
         except Exception as exc:
             said = f"{tool.name} raised {type(exc).__name__}: {exc}"
             if reads_only:
-                result = _refused(op, "timeout" if isinstance(exc, TimeoutError) else "tool_crashed",
-                                  f"{said} — it only reads, so nothing changed; check the arguments, or "
-                                  "try another way (the same operation_id replays this failure)")
-            else:                       # subtle: it may have raised after the side effect happened
-                result = _unknown(op, f"{said} — it may or may not have acted; check the external "
-                                      f"system, then reconcile({op!r}, outcome)")
+                result = _refused(
+                    op,
+                    "timeout" if isinstance(exc, TimeoutError) else "tool_crashed",
+                    f"{said} — it only reads, so nothing changed; check the arguments, or "
+                    "try another way (the same operation_id replays this failure)",
+                )
+            else:  # subtle: it may have raised after the side effect happened
+                result = _unknown(
+                    op,
+                    f"{said} — it may or may not have acted; check the external "
+                    f"system, then reconcile({op!r}, outcome)",
+                )
         else:
             result = {"ok": True, "status": "succeeded", "operation_id": op, "data": data}
             if not reads_only and isinstance(data, dict) and data.get("status") == "unknown":
-                result = {**_unknown(op, f"{tool.name} answered status 'unknown' — check the external "
-                                         f"system, then reconcile({op!r}, outcome)"), "data": data}
+                result = {
+                    **_unknown(
+                        op,
+                        f"{tool.name} answered status 'unknown' — check the external "
+                        f"system, then reconcile({op!r}, outcome)",
+                    ),
+                    "data": data,
+                }
         self.failpoint("after_execute")
         self.store.settle(op, result["status"], result)
         return result
@@ -261,52 +338,78 @@ class ToolRuntime:
                 box["data"] = fn(**arguments)
             except BaseException as exc:
                 box["error"] = exc
+
         worker = threading.Thread(target=target, daemon=True)
         worker.start()
         worker.join(self.timeout)
-        if worker.is_alive():           # subtle: the call goes on in the background; its outcome is unknown
+        if worker.is_alive():  # the call goes on in the background; its outcome is unknown
             raise TimeoutError(f"no answer after {self.timeout} s")
         if "error" in box:
             raise box["error"]
         return box.get("data")
 
-    def reconcile(self, operation_id, outcome, data=None):
+    def reconcile(self, operation_id: str, outcome: str, data=None) -> dict:
         """Record what checking the external system found: outcome "succeeded" or "failed".
 
         Example: runtime.reconcile(op, "succeeded", {"refund_id": "R-1"})
         """
-        required_id(operation_id, "operation_id",
-                    "pass the id dispatch returned (store.operations() lists them)")
+        required_id(
+            operation_id,
+            "operation_id",
+            "pass the id dispatch returned (store.operations() lists them)",
+        )
         if outcome not in ("succeeded", "failed"):
-            raise UserError(f"outcome={outcome!r} — use 'succeeded' (it happened) or 'failed' (it did not)")
+            raise UserError(
+                f"outcome={outcome!r} — use 'succeeded' (it happened) or 'failed' (it did not)"
+            )
         stored = self.store.get(operation_id)
         if stored is None:
-            raise UserError(f"there is no operation {operation_id} in the store — check the id "
-                            "(store.operations() lists them)")
+            raise UserError(
+                f"there is no operation {operation_id} in the store — check the id "
+                "(store.operations() lists them)"
+            )
         if stored.status != "needs_reconcile":
-            fix = ("call recover() first, when no worker runs it" if stored.status == "in_flight" else
-                   "there is nothing to reconcile")
+            fix = (
+                "call recover() first, when no worker runs it"
+                if stored.status == "in_flight"
+                else "there is nothing to reconcile"
+            )
             raise UserError(f"{operation_id} is {stored.status}, not needs_reconcile — {fix}")
-        result = ({"ok": True, "status": "succeeded", "operation_id": operation_id, "data": data}
-                  if outcome == "succeeded" else
-                  _refused(operation_id, "not_done", "checked: it did not happen — a new attempt is a new "
-                                                     "operation (derive it with a new scope)"))
+        result = (
+            {"ok": True, "status": "succeeded", "operation_id": operation_id, "data": data}
+            if outcome == "succeeded"
+            else _refused(
+                operation_id,
+                "not_done",
+                "checked: it did not happen — a new attempt is a new "
+                "operation (derive it with a new scope)",
+            )
+        )
         result["reconciled"] = True
         if not self.store.settle(operation_id, outcome, result, was=("needs_reconcile",)):
             raise UserError(f"{operation_id} changed while reconciling — read it again and retry")
         return result
 
-    def recover(self):
+    def recover(self) -> list[str]:
         """At start-up, every in_flight operation left by a dead worker becomes needs_reconcile.
 
         Call it only while no other worker uses the store (production uses leases for this).
         Example: ToolRuntime(tools, "high", "runtime.db").recover()  ->  ["op_..."]
         """
-        message = ("the worker stopped before recording the outcome — check the external system, then "
-                   "reconcile(operation_id, outcome)")
-        return [op.operation_id for op in self.store.operations("in_flight")
-                if self.store.settle(op.operation_id, "needs_reconcile", _unknown(op.operation_id, message),
-                                     was=("in_flight",))]
+        message = (
+            "the worker stopped before recording the outcome — check the external system, then "
+            "reconcile(operation_id, outcome)"
+        )
+        return [
+            op.operation_id
+            for op in self.store.operations("in_flight")
+            if self.store.settle(
+                op.operation_id,
+                "needs_reconcile",
+                _unknown(op.operation_id, message),
+                was=("in_flight",),
+            )
+        ]
 
 
 # ---------------------------------------------------------------- typed events and a pure reducer
@@ -331,8 +434,8 @@ class ToolSucceeded:
 class ToolFailed:
     kind: ClassVar[str] = "tool_failed"
     operation_id: str
-    error: str = ""           # the kind, e.g. "declined"
-    message: str = ""         # how to fix it, for whoever reads the results (a model)
+    error: str = ""  # the kind, e.g. "declined"
+    message: str = ""  # how to fix it, for whoever reads the results (a model)
 
 
 @dataclass(frozen=True)
@@ -345,7 +448,7 @@ class OutcomeUnknown:
 class Reconciled:
     kind: ClassVar[str] = "reconciled"
     operation_id: str
-    outcome: str              # "succeeded" | "failed"
+    outcome: str  # "succeeded" | "failed"
     data: object = None
 
 
@@ -360,7 +463,7 @@ class Cancelled:
     reason: str = ""
 
 
-TRANSITIONS = {                           # (phase, event kind) -> next phase; anything else is rejected
+TRANSITIONS = {  # (phase, event kind) -> next phase; anything else is rejected
     ("ready", "tool_requested"): "waiting",
     ("ready", "goal_verified"): "done",
     ("ready", "cancelled"): "cancelled",
@@ -376,13 +479,14 @@ TERMINAL = ("done", "cancelled")
 
 @dataclass(frozen=True)
 class State:
-    phase: str = "ready"      # ready | waiting | needs_reconcile | done | cancelled
-    pending: str | None = None    # the operation_id awaited while waiting or needs_reconcile
-    results: tuple = ()       # ((operation_id, "succeeded" | "failed", data or {"error", "message"}), ...)
-    rejected: tuple = ()      # ((event kind, why), ...): events refused, kept so nothing is lost
+    phase: str = "ready"  # ready | waiting | needs_reconcile | done | cancelled
+    pending: str | None = None  # the operation_id awaited while waiting or needs_reconcile
+    # ((operation_id, "succeeded" | "failed", data or {"error", "message"}), ...)
+    results: tuple = ()
+    rejected: tuple = ()  # ((event kind, why), ...): events refused, kept so nothing is lost
 
 
-def reduce(state, event):
+def reduce(state: State, event) -> State:
     """The next State after one event; illegal, late and stale events are rejected (and kept).
 
     Pure: no store, no clock, no I/O, so a run can be replayed from its events.
@@ -391,8 +495,11 @@ def reduce(state, event):
     after = TRANSITIONS.get((state.phase, event.kind))
     op = getattr(event, "operation_id", None)
     if after is None:
-        why = (f"{state.phase} is final" if state.phase in TERMINAL else
-               f"{event.kind} is not allowed while {state.phase}")
+        why = (
+            f"{state.phase} is final"
+            if state.phase in TERMINAL
+            else f"{event.kind} is not allowed while {state.phase}"
+        )
     elif op is not None and state.pending is not None and op != state.pending:
         why = f"stale: {op} is not the pending operation {state.pending}"
     else:
@@ -402,14 +509,23 @@ def reduce(state, event):
     if event.kind == "tool_requested":
         return replace(state, phase=after, pending=op)
     if event.kind in ("tool_succeeded", "tool_failed", "reconciled"):
-        outcome = {"tool_succeeded": "succeeded", "tool_failed": "failed"}.get(event.kind) or event.outcome
-        found = {"error": event.error, "message": event.message} if event.kind == "tool_failed" else event.data
-        return replace(state, phase=after, pending=None, results=state.results + ((op, outcome, found),))
+        outcome = {"tool_succeeded": "succeeded", "tool_failed": "failed"}.get(
+            event.kind
+        ) or event.outcome
+        found = (
+            {"error": event.error, "message": event.message}
+            if event.kind == "tool_failed"
+            else event.data
+        )
+        return replace(
+            state, phase=after, pending=None, results=state.results + ((op, outcome, found),)
+        )
     return replace(state, phase=after)
 
 
-def event_for(result):
-    """The event a dispatch result stands for. Example: event_for({"ok": True, ...})  ->  ToolSucceeded"""
+def event_for(result: dict):
+    """The event a dispatch result stands for. Example: event_for({"ok": True, ...})
+    ->  ToolSucceeded"""
     op = result["operation_id"]
     if result["ok"]:
         return ToolSucceeded(op, result.get("data"))
@@ -424,7 +540,7 @@ def event_for(result):
 @dataclass(frozen=True)
 class Action:
     tool: str
-    arguments: dict           # or the model's JSON text: dispatch parses and validates it
+    arguments: dict  # or the model's JSON text: dispatch parses and validates it
     scope: str | None = None  # the business occasion, part of the operation_id; None: there is none
 
     def __post_init__(self):
@@ -433,37 +549,51 @@ class Action:
 
 @dataclass
 class AgentRun:
-    status: str               # a loop.STOP_REASONS entry: completed | needs_reconcile | cancelled |
-    state: State              #   unverified | step_limit | budget_exhausted | permission_denied
-    steps: int                # dispatches made
-    writes: int               # dispatches of tools above "low" risk that were not rejected
+    status: str  # one of STOP_REASONS
+    state: State
+    steps: int  # dispatches made
+    writes: int  # dispatches of tools above "low" risk that were not rejected
     trace: Trace
     message: str = ""
 
 
-def run_agent(policy, runtime, initial_state=None, verify=None, max_steps=6, *, max_writes=2,
-              max_seconds=60.0, principal="agent", cancel=None, clock=time.monotonic):
+def run_agent(
+    policy,
+    runtime: ToolRuntime,
+    initial_state: State | None = None,
+    verify=None,
+    max_steps: int = 6,
+    *,
+    max_writes: int = 2,
+    max_seconds: float = 60.0,
+    principal: str = "agent",
+    cancel=None,
+    clock=time.monotonic,
+) -> AgentRun:
     """Drive `policy(state) -> Action | None` through `runtime` until `verify(state)` holds.
 
     Each step: 1. verified -> completed; 2. cancel() -> cancelled; 3. steps, time and writes are
-    budgets; 4. the policy picks an Action (None: unverified); 5. its operation_id is derived from the
-    normalized arguments, the tool dispatched, the result reduced; 6. an unknown outcome stops the run.
-    An action dispatch rejects (no such tool, arguments it refuses) is stored nowhere, so it gets no
-    id derived from what may not even be text: it is labelled rejected_<step>, and the rejection
-    lands in state.results for the policy (a model) to act on.
-    A step is one policy decision, not a model turn, hence step_limit (loop.run's turn_limit counts turns).
+    budgets; 4. the policy picks an Action (None: unverified); 5. its operation_id is derived from
+    the normalized arguments, the tool dispatched, the result reduced; 6. an unknown outcome stops
+    the run. An action dispatch rejects (no such tool, arguments it refuses) is stored nowhere, so
+    it gets no id derived from what may not even be text: it is labelled rejected_<step>, and the
+    rejection lands in state.results for the policy (a model) to act on. A step is one policy
+    decision, not a model turn, hence step_limit (loop.run's turn_limit counts turns).
     Example: run_agent(policy, runtime, State(), verify=lambda s: bool(s.results)).status
     """
     required_id(principal, "principal", "say who acts, e.g. run_agent(..., principal='alice')")
     state, trace, started, steps, writes = initial_state or State(), Trace(clock), clock(), 0, 0
 
     def stop(status, message=""):
+        assert status in STOP_REASONS, status  # a new reason joins the vocabulary first
         trace.stop(steps, status, message)
         return AgentRun(status, state, steps, writes, trace, message)
 
     while True:
         if state.phase == "needs_reconcile":
-            return stop("needs_reconcile", f"{state.pending}: outcome unknown — check it, then reconcile")
+            return stop(
+                "needs_reconcile", f"{state.pending}: outcome unknown — check it, then reconcile"
+            )
         if verify is not None and verify(state):
             state = reduce(state, GoalVerified())
             return stop("completed")
@@ -478,15 +608,20 @@ def run_agent(policy, runtime, initial_state=None, verify=None, max_steps=6, *, 
         if action is None:
             return stop("unverified", "the policy has no next action, but verify() is still false")
         if not isinstance(action, Action):
-            raise UserError(f"the policy returned a {type(action).__name__} — return an "
-                            "Action(tool, arguments, scope) or None")
+            raise UserError(
+                f"the policy returned a {type(action).__name__} — return an "
+                "Action(tool, arguments, scope) or None"
+            )
         write = runtime.risk(action.tool) not in (None, "low")
         if write and writes >= max_writes:
             return stop("budget_exhausted", f"writes: {writes} of {max_writes} used")
-        normalized = _normalized(runtime, action)          # None: dispatch will reject the action
+        normalized = _normalized(runtime, action)  # None: dispatch will reject the action
         arguments = action.arguments if normalized is None else normalized
-        op = (f"rejected_{steps + 1}" if normalized is None else
-              operation_id(principal, action.tool, normalized, action.scope))
+        op = (
+            f"rejected_{steps + 1}"
+            if normalized is None
+            else operation_id(principal, action.tool, normalized, action.scope)
+        )
         state = reduce(state, ToolRequested(op, action.tool, arguments))
         steps += 1
         try:
@@ -494,11 +629,16 @@ def run_agent(policy, runtime, initial_state=None, verify=None, max_steps=6, *, 
         except PermissionDenied as exc:
             state = reduce(state, ToolFailed(op, "permission_denied", str(exc)))
             return stop("permission_denied", str(exc))
-        writes += write and result["status"] != "rejected"       # a rejected call wrote nothing
+        writes += write and result["status"] != "rejected"  # a rejected call wrote nothing
         replayed = " (replayed)" if result.get("replayed") else ""
         called = f"{printable(action.tool)}({_as_given(arguments)})"
-        trace.add("tool", steps, f"{called} -> {result['status']}{replayed}", operation_id=op,
-                  result=result)
+        trace.add(
+            "tool",
+            steps,
+            f"{called} -> {result['status']}{replayed}",
+            operation_id=op,
+            result=result,
+        )
         state = reduce(state, event_for(result))
 
 
@@ -518,31 +658,3 @@ def _as_given(arguments):
         return canonical(arguments)
     except (ArgumentError, TypeError, ValueError):
         return printable(arguments)
-
-
-# ---------------------------------------------------------------- 07_runtime hands-on task
-
-def _task():
-    from .check import Case, Task
-    args, other = canonical({"amount": 30, "order_id": "A-17"}), canonical({"amount": 300, "order_id": "A-17"})
-    row = lambda status, tool="refund", arguments=args: Operation("op_1", tool, arguments, status, None)
-    return Task("decide what dispatch does with an operation_id, given what the store holds", [
-        Case("nothing stored yet", (None, "refund", args), "execute",
-             "no row means nobody has started it: return 'execute'",
-             crash_hint="stored is None when nothing is stored: test `stored is None` first"),
-        Case("a recorded success", (row("succeeded"), "refund", args), "replay",
-             "the outcome is known: return it again ('replay'), never run it twice"),
-        Case("a recorded failure", (row("failed"), "refund", args), "replay",
-             "a definite failure is an outcome too: 'replay' it; a new attempt needs a new operation_id"),
-        Case("still in flight", (row("in_flight"), "refund", args), "needs_reconcile",
-             "in_flight may mean a worker died after the side effect: never run it again automatically"),
-        Case("outcome unknown", (row("needs_reconcile"), "refund", args), "needs_reconcile",
-             "unknown stays unknown until someone checks: return 'needs_reconcile'"),
-        Case("same id, other arguments", (row("succeeded", arguments=other), "refund", args), "conflict",
-             "compare the stored tool and arguments with the request: a reused id is 'conflict'"),
-        Case("same id, other tool, in flight", (row("in_flight", tool="charge"), "refund", args), "conflict",
-             "a reused id is 'conflict' whatever its status: compare tool and arguments first"),
-    ], reference=decide)
-
-
-TASK = _task()

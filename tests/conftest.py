@@ -2,7 +2,39 @@
 
 Applied at import, before nbval starts any kernel, so notebooks executed by `pytest --nbval` run
 exactly as .ci/execute_notebooks.py ran them when their outputs were saved (see offline_env.py).
+Also 06_rag's corpus and library, shared by test_rag and test_labs (built once per session).
 """
+
+import pytest
+
 import offline_env
 
 offline_env.apply()
+
+
+@pytest.fixture(scope="session")
+def docs():
+    from labkit.rag import load_corpus
+
+    return load_corpus()
+
+
+@pytest.fixture(scope="session")
+def chunks(docs):
+    from labkit.rag import chunk_corpus
+
+    return chunk_corpus(docs)
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    from labkit.embed import MiniLM
+
+    return MiniLM()
+
+
+@pytest.fixture(scope="session")
+def library(chunks, minilm, tmp_path_factory):
+    from labkit.rag import Library
+
+    return Library(chunks, embedder=minilm, cache_dir=tmp_path_factory.mktemp("emb"))

@@ -1,7 +1,8 @@
 """A fake OpenAI-compatible model server on 127.0.0.1, for driving the real `openai` SDK in tests.
 
 It speaks POST /v1/responses, POST /v1/chat/completions and POST /v1/embeddings (hashed
-bag-of-words vectors: deterministic, and similar texts get similar vectors). By default it behaves like a tiny,
+bag-of-words vectors: deterministic, and similar texts get similar vectors). By default it behaves
+like a tiny,
 predictable model: offered tools and not yet given a tool output, it calls the first tool with
 arguments filled from the schema; otherwise it answers in text. Like the real API it refuses a
 function_call_output whose call_id it never saw in the input, and (under store=false) a replayed
@@ -14,6 +15,7 @@ not JSON text), "name_number", "name_list", "name_missing". Every request is rec
 (path, headers, body) in server.requests, so tests can check what was sent, and to whom.
 Usage: with FakeServer() as server: ResponsesModel(base_url=server.url, ...)
 """
+
 import hashlib
 import json
 import math
@@ -33,7 +35,7 @@ def _fill(schema):
     return {"string": "Paris", "integer": 2, "number": 2.5, "boolean": True, "array": []}.get(kind)
 
 
-SHAPES = {                 # fault -> (field, what it becomes; None: the field is left out)
+SHAPES = {  # fault -> (field, what it becomes; None: the field is left out)
     "arguments_object": ("arguments", lambda text: json.loads(text)),
     "arguments_list": ("arguments", lambda text: list(json.loads(text).values())),
     "arguments_missing": ("arguments", None),
@@ -59,7 +61,7 @@ def _misshape(call, fault):
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, *args):          # keep test output quiet
+    def log_message(self, *args):  # keep test output quiet
         pass
 
     def do_POST(self):
@@ -70,8 +72,13 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw or b"{}")
         except ValueError:
             body = {"unparsed": raw.decode(errors="replace")}
-        server.requests.append({"path": self.path, "body": body,
-                                "headers": {k.lower(): v for k, v in self.headers.items()}})
+        server.requests.append(
+            {
+                "path": self.path,
+                "body": body,
+                "headers": {k.lower(): v for k, v in self.headers.items()},
+            }
+        )
         fault = server.faults.pop(0) if server.faults else None
         if self.path.endswith("/responses"):
             status, payload = server.responses_reply(body, fault, self.headers)
@@ -80,14 +87,20 @@ class _Handler(BaseHTTPRequestHandler):
         elif self.path.endswith("/embeddings"):
             status, payload = server.embeddings_reply(body, fault, self.headers)
         else:
-            status, payload = 404, {"error": {"message": f"no route {self.path}", "type": "not_found"}}
+            status, payload = (
+                404,
+                {"error": {"message": f"no route {self.path}", "type": "not_found"}},
+            )
         self._send(status, payload, fault)
 
     def _send(self, status, payload, fault):
         if fault == "slow":
             time.sleep(self.server.owner.slow_seconds)
         if fault == "html":
-            data, ctype = b"<!DOCTYPE html><html><body><h1>Welcome to nginx!</h1></body></html>", "text/html"
+            data, ctype = (
+                b"<!DOCTYPE html><html><body><h1>Welcome to nginx!</h1></body></html>",
+                "text/html",
+            )
         else:
             data, ctype = json.dumps(payload).encode(), "application/json"
             if fault == "truncated":
@@ -99,17 +112,32 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):
-            pass                           # the client gave up (timeout test)
+            pass  # the client gave up (timeout test)
 
 
 _ERRORS = {
-    "401": (401, "Incorrect API key provided: {key}. You can find your API key at "
-                 "https://platform.openai.com/account/api-keys.", "invalid_api_key"),
+    "401": (
+        401,
+        "Incorrect API key provided: {key}. You can find your API key at "
+        "https://platform.openai.com/account/api-keys.",
+        "invalid_api_key",
+    ),
     "403": (403, "You are not allowed to sample from this model", "model_not_allowed"),
-    "404": (404, "The model `{model}` does not exist or you do not have access to it.", "model_not_found"),
-    "429": (429, "Rate limit reached for requests per min (RPM): Limit 3, Used 3.", "rate_limit_exceeded"),
-    "quota": (429, "You exceeded your current quota, please check your plan and billing details.",
-              "insufficient_quota"),
+    "404": (
+        404,
+        "The model `{model}` does not exist or you do not have access to it.",
+        "model_not_found",
+    ),
+    "429": (
+        429,
+        "Rate limit reached for requests per min (RPM): Limit 3, Used 3.",
+        "rate_limit_exceeded",
+    ),
+    "quota": (
+        429,
+        "You exceeded your current quota, please check your plan and billing details.",
+        "insufficient_quota",
+    ),
     "500": (500, "The server had an error while processing your request.", "server_error"),
     "503": (503, "The engine is currently overloaded, please try again later.", "server_error"),
 }
@@ -145,8 +173,13 @@ class FakeServer:
         status, message, code = _ERRORS[fault]
         key = headers.get("authorization", "").removeprefix("Bearer ")
         # subtle: the real 401 echoes part of the key; this one echoes all of it, to test redaction
-        return status, {"error": {"message": message.format(key=key, model=model),
-                                  "type": "invalid_request_error", "code": code}}
+        return status, {
+            "error": {
+                "message": message.format(key=key, model=model),
+                "type": "invalid_request_error",
+                "code": code,
+            }
+        }
 
     # ------------------------------------------------------------ /v1/responses
 
@@ -154,21 +187,43 @@ class FakeServer:
         if fault in _ERRORS:
             return self._error(fault, body.get("model"), headers)
         items = body.get("input") or []
-        seen_calls = {i.get("call_id") for i in items if isinstance(i, dict) and i.get("type") == "function_call"}
+        seen_calls = {
+            i.get("call_id")
+            for i in items
+            if isinstance(i, dict) and i.get("type") == "function_call"
+        }
         for item in items:
             if not isinstance(item, dict):
                 continue
             if item.get("type") == "function_call_output" and item.get("call_id") not in seen_calls:
-                return 400, {"error": {"message": f"No tool call found for function call output with "
-                                                  f"call_id {item.get('call_id')}.", "type": "invalid_request_error"}}
+                return 400, {
+                    "error": {
+                        "message": f"No tool call found for function call output with "
+                        f"call_id {item.get('call_id')}.",
+                        "type": "invalid_request_error",
+                    }
+                }
             if item.get("type") == "reasoning" and not item.get("encrypted_content"):
-                return 404, {"error": {"message": f"Item with id '{item.get('id')}' not found. Items are not "
-                                                  "persisted when `store` is set to false.", "type": "invalid_request_error"}}
-        answered = {i.get("call_id") for i in items if isinstance(i, dict) and i.get("type") == "function_call_output"}
+                return 404, {
+                    "error": {
+                        "message": f"Item with id '{item.get('id')}' not found. Items are not "
+                        "persisted when `store` is set to false.",
+                        "type": "invalid_request_error",
+                    }
+                }
+        answered = {
+            i.get("call_id")
+            for i in items
+            if isinstance(i, dict) and i.get("type") == "function_call_output"
+        }
         unanswered = seen_calls - answered
         if unanswered:
-            return 400, {"error": {"message": f"No tool output found for function call {sorted(unanswered)[0]}.",
-                                   "type": "invalid_request_error"}}
+            return 400, {
+                "error": {
+                    "message": f"No tool output found for function call {sorted(unanswered)[0]}.",
+                    "type": "invalid_request_error",
+                }
+            }
         output, last = [], items[-1] if items else {}
         if fault == "reasoning" or "reasoning.encrypted_content" in (body.get("include") or []):
             reasoning = {"type": "reasoning", "id": self._next_id("rs"), "summary": []}
@@ -179,19 +234,47 @@ class FakeServer:
         if tools and last.get("type") != "function_call_output":
             tool = tools[0]
             arguments = json.dumps(_fill(tool.get("parameters", {})))
-            item = {"type": "function_call", "id": self._next_id("fc"), "name": tool["name"],
-                    "call_id": self._next_id("call"), "arguments": arguments, "status": "completed"}
+            item = {
+                "type": "function_call",
+                "id": self._next_id("fc"),
+                "name": tool["name"],
+                "call_id": self._next_id("call"),
+                "arguments": arguments,
+                "status": "completed",
+            }
             output.append(_misshape(item, fault))
         else:
-            said = last.get("output") if last.get("type") == "function_call_output" else last.get("content")
+            said = (
+                last.get("output")
+                if last.get("type") == "function_call_output"
+                else last.get("content")
+            )
             text = f"fake model heard: {said}"
-            output.append({"type": "message", "id": self._next_id("msg"), "role": "assistant", "status": "completed",
-                           "content": [{"type": "output_text", "text": text, "annotations": []}]})
-        payload = {"id": self._next_id("resp"), "object": "response", "created_at": 0, "model": body.get("model"),
-                   "status": "completed", "output": output, "error": None, "incomplete_details": None,
-                   "usage": {"input_tokens": 11, "output_tokens": 7, "total_tokens": 18}}
+            output.append(
+                {
+                    "type": "message",
+                    "id": self._next_id("msg"),
+                    "role": "assistant",
+                    "status": "completed",
+                    "content": [{"type": "output_text", "text": text, "annotations": []}],
+                }
+            )
+        payload = {
+            "id": self._next_id("resp"),
+            "object": "response",
+            "created_at": 0,
+            "model": body.get("model"),
+            "status": "completed",
+            "output": output,
+            "error": None,
+            "incomplete_details": None,
+            "usage": {"input_tokens": 11, "output_tokens": 7, "total_tokens": 18},
+        }
         if fault == "incomplete":
-            payload["status"], payload["incomplete_details"] = "incomplete", {"reason": "max_output_tokens"}
+            payload["status"], payload["incomplete_details"] = (
+                "incomplete",
+                {"reason": "max_output_tokens"},
+            )
         if fault == "no_usage":
             del payload["usage"]
         return 200, payload
@@ -202,27 +285,51 @@ class FakeServer:
         if fault in _ERRORS:
             return self._error(fault, body.get("model"), headers)
         messages = body.get("messages") or []
-        issued = {c["id"] for m in messages if m.get("role") == "assistant" for c in m.get("tool_calls") or []}
+        issued = {
+            c["id"]
+            for m in messages
+            if m.get("role") == "assistant"
+            for c in m.get("tool_calls") or []
+        }
         for m in messages:
             if m.get("role") == "tool" and m.get("tool_call_id") not in issued:
-                return 400, {"error": {"message": "Invalid parameter: messages with role 'tool' must be a response "
-                                                  "to a preceeding message with 'tool_calls'.", "type": "invalid_request_error"}}
+                return 400, {
+                    "error": {
+                        "message": "Invalid parameter: messages with role 'tool' must be a "
+                        "response "
+                        "to a preceeding message with 'tool_calls'.",
+                        "type": "invalid_request_error",
+                    }
+                }
         last = messages[-1] if messages else {}
         tools = body.get("tools") or []
         if tools and last.get("role") != "tool":
             fn = tools[0]["function"]
             arguments = json.dumps(_fill(fn.get("parameters", {})))
             function = _misshape({"name": fn["name"], "arguments": arguments}, fault)
-            message = {"role": "assistant", "content": None, "tool_calls": [
-                {"id": self._next_id("call"), "type": "function", "function": function}]}
+            message = {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": self._next_id("call"), "type": "function", "function": function}
+                ],
+            }
             finish = "tool_calls"
         else:
-            message, finish = {"role": "assistant", "content": f"fake model heard: {last.get('content')}"}, "stop"
+            message, finish = (
+                {"role": "assistant", "content": f"fake model heard: {last.get('content')}"},
+                "stop",
+            )
         if fault == "incomplete":
             finish = "length"
-        payload = {"id": self._next_id("chatcmpl"), "object": "chat.completion", "created": 0,
-                   "model": body.get("model"), "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                   "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}}
+        payload = {
+            "id": self._next_id("chatcmpl"),
+            "object": "chat.completion",
+            "created": 0,
+            "model": body.get("model"),
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+        }
         if fault == "no_usage":
             del payload["usage"]
         return 200, payload
@@ -240,6 +347,12 @@ class FakeServer:
             for word in re.findall(r"\w+", str(text).lower()):
                 vector[int(hashlib.sha256(word.encode()).hexdigest(), 16) % dimensions] += 1.0
             norm = math.sqrt(sum(v * v for v in vector)) or 1.0
-            data.append({"object": "embedding", "index": index, "embedding": [v / norm for v in vector]})
-        return 200, {"object": "list", "data": data, "model": body.get("model"),
-                     "usage": {"prompt_tokens": 3 * len(texts), "total_tokens": 3 * len(texts)}}
+            data.append(
+                {"object": "embedding", "index": index, "embedding": [v / norm for v in vector]}
+            )
+        return 200, {
+            "object": "list",
+            "data": data,
+            "model": body.get("model"),
+            "usage": {"prompt_tokens": 3 * len(texts), "total_tokens": 3 * len(texts)},
+        }

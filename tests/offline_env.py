@@ -1,24 +1,36 @@
 """The environment every test and every committed notebook output is made in, and the network guard.
 
-Shared by tests/conftest.py and notebooks/conftest.py (pytest, and the nbval kernels that inherit its
+Shared by tests/conftest.py and notebooks/conftest.py (pytest, and the nbval kernels that inherit
+its
 environment) and by .ci/execute_notebooks.py (which writes the outputs nbval later compares), so the
 two can never drift apart.
 """
+
 import ipaddress
 import os
 import socket
 
 # Variables that would change what a notebook prints or where it connects.
-CLEARED = ("OPENAI_API_KEY", "OPENAI_MODEL", "OPENAI_BASE_URL", "LABKIT_BASE_URL", "LABKIT_API",
-           "LABKIT_API_KEY", "LABKIT_TIMEOUT", "LABKIT_MAX_RETRIES", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID")
+CLEARED = (
+    "OPENAI_API_KEY",
+    "OPENAI_MODEL",
+    "OPENAI_BASE_URL",
+    "LABKIT_BASE_URL",
+    "LABKIT_API",
+    "LABKIT_API_KEY",
+    "LABKIT_TIMEOUT",
+    "LABKIT_MAX_RETRIES",
+    "OPENAI_ORG_ID",
+    "OPENAI_PROJECT_ID",
+)
 
 OFFLINE_ENV = {
     "LABKIT_MODE": "offline",
-    "LABKIT_ENV_FILE": "none",          # your own .env never changes what CI compares
-    "HF_HUB_OFFLINE": "1",              # model weights come from installed packages only
+    "LABKIT_ENV_FILE": "none",  # your own .env never changes what CI compares
+    "HF_HUB_OFFLINE": "1",  # model weights come from installed packages only
     "TRANSFORMERS_OFFLINE": "1",
     "TOKENIZERS_PARALLELISM": "false",
-    "TQDM_DISABLE": "1",                # no progress bars in outputs
+    "TQDM_DISABLE": "1",  # no progress bars in outputs
     "PYTHONHASHSEED": "0",
     # subtle: any HTTP client that honours proxies (httpx, requests) fails fast instead of
     # reaching the internet from a notebook kernel; loopback stays direct for the fake server.
@@ -40,7 +52,8 @@ def offline_environ(base=None):
 
 
 def apply():
-    """Make this process offline and key-free (kernels it starts inherit that) and guard its sockets."""
+    """Make this process offline and key-free (kernels it starts inherit that) and guard its
+    sockets."""
     env = offline_environ()
     os.environ.clear()
     os.environ.update(env)
@@ -65,7 +78,7 @@ def _is_loopback(host):
 
 
 def _refuse_remote(sock, address):
-    host = address[0] if isinstance(address, tuple) else None       # AF_UNIX paths are local
+    host = address[0] if isinstance(address, tuple) else None  # AF_UNIX paths are local
     if sock.family in (socket.AF_INET, socket.AF_INET6) and not _is_loopback(host):
         raise NetworkBlocked(f"tests may only connect to 127.0.0.1; this one tried {address!r}")
 
@@ -74,8 +87,11 @@ def install_network_guard():
     """Refuse every connection and name lookup that is not loopback, in this process. Idempotent."""
     if getattr(socket.socket.connect, "labkit_guard", False):
         return
-    real_connect, real_connect_ex, real_getaddrinfo = (socket.socket.connect, socket.socket.connect_ex,
-                                                       socket.getaddrinfo)
+    real_connect, real_connect_ex, real_getaddrinfo = (
+        socket.socket.connect,
+        socket.socket.connect_ex,
+        socket.getaddrinfo,
+    )
 
     def connect(self, address):
         _refuse_remote(self, address)
@@ -87,8 +103,14 @@ def install_network_guard():
 
     def getaddrinfo(host, *args, **kwargs):
         if not _is_loopback(host):
-            raise NetworkBlocked(f"tests may only resolve loopback names; this one asked for {host!r}")
+            raise NetworkBlocked(
+                f"tests may only resolve loopback names; this one asked for {host!r}"
+            )
         return real_getaddrinfo(host, *args, **kwargs)
 
     connect.labkit_guard = True
-    socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo = connect, connect_ex, getaddrinfo
+    socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo = (
+        connect,
+        connect_ex,
+        getaddrinfo,
+    )

@@ -1,14 +1,17 @@
 """A worker process for the crash and concurrency labs in tests/test_runtime.py.
 
     python tests/runtime_worker.py crash DB LEDGER ENTRY KILL_AT EFFECT_FIRST
-        dispatch one ledger append and SIGKILL itself at KILL_AT (one of labkit.runtime.CRASH_POINTS,
-        or "none"); for "during_execute", EFFECT_FIRST=1 kills just after the ledger line is written,
+        dispatch one ledger append and SIGKILL itself at KILL_AT (one of
+        labkit.runtime.CRASH_POINTS,
+        or "none"); for "during_execute", EFFECT_FIRST=1 kills just after the ledger line is
+        written,
         0 just before. Kill points are named, not timed, so every trial is reproducible.
     python tests/runtime_worker.py race DB LEDGER ENTRY
         print "ready", wait for one line on stdin, then dispatch the same append (a slow one).
 
 A worker that survives prints its dispatch result as one JSON line.
 """
+
 import json
 import os
 import signal
@@ -18,12 +21,17 @@ import time
 from labkit.runtime import ToolRuntime, operation_id
 from labkit.tools import Tool
 
-SCHEMA = {"type": "object", "additionalProperties": False, "required": ["entry", "amount"],
-          "properties": {"entry": {"type": "string"}, "amount": {"type": "integer"}}}
+SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["entry", "amount"],
+    "properties": {"entry": {"type": "string"}, "amount": {"type": "integer"}},
+}
 
 
 def ledger_tool(path, kill=lambda point: None, delay=0.0):
     """A tool with a real side effect: it appends a line to a ledger file (fsynced)."""
+
     def append_ledger(entry, amount):
         kill("during_execute:before")
         time.sleep(delay)
@@ -33,9 +41,18 @@ def ledger_tool(path, kill=lambda point: None, delay=0.0):
             os.fsync(ledger.fileno())
         kill("during_execute:after")
         with open(path, encoding="utf-8") as ledger:
-            return {"entry": entry, "receipt": f"R-{sum(1 for _ in ledger)}"}   # differs on every run
-    return Tool("append_ledger", "Append an entry to the ledger: an irreversible side effect.",
-                SCHEMA, append_ledger, risk="high")
+            return {
+                "entry": entry,
+                "receipt": f"R-{sum(1 for _ in ledger)}",
+            }  # differs on every run
+
+    return Tool(
+        "append_ledger",
+        "Append an entry to the ledger: an irreversible side effect.",
+        SCHEMA,
+        append_ledger,
+        risk="high",
+    )
 
 
 def ledger_lines(path, entry):
@@ -61,8 +78,13 @@ def main(argv):
     def kill(point):
         if point == target:
             os.kill(os.getpid(), signal.SIGKILL)
-    runtime = ToolRuntime([ledger_tool(ledger, kill, 0.3 if mode == "race" else 0.0)], max_risk="high",
-                          store=db, failpoint=kill)
+
+    runtime = ToolRuntime(
+        [ledger_tool(ledger, kill, 0.3 if mode == "race" else 0.0)],
+        max_risk="high",
+        store=db,
+        failpoint=kill,
+    )
     arguments, op = request(entry)
     if mode == "race":
         print("ready", flush=True)

@@ -1,20 +1,71 @@
 """The one consent rule (labkit.tools.approved) and every place that asks a person for a yes."""
+
 import json
 
 import pytest
 
 from labkit import guardrails as g
+from labkit.labs import Workspace
 from labkit.memory import ManualClock, MemoryStore, WorkingMemory, memory_tools
 from labkit.models import ScriptedModel, ToolCall, call, say
 from labkit.tools import YES_WORDS, ToolRegistry, approved, execute
 
-YES = [True, "yes", "Yes", "  YES  ", "y", "Y", "yes.", "Yes!", "是", "是的", "好", "好的。", "可以！", "同意",
-       "\u3000是\u3000"]                        # an ideographic space is whitespace too
+YES = [
+    True,
+    "yes",
+    "Yes",
+    "  YES  ",
+    "y",
+    "Y",
+    "yes.",
+    "Yes!",
+    "是",
+    "是的",
+    "好",
+    "好的。",
+    "可以！",
+    "同意",
+    "\u3000是\u3000",
+]  # an ideographic space is whitespace too
 # answers that start like a yes, contain one, or are "truthy", and still are not one
-NOT_YES = ["Yesterday I said no", "you must not", "yes, but not now", "yes?", "yeah no", "y'know",
-           "no", "", "   ", None, 1, 1.0, "true", "True", "ok", "sure", "yes please", "yes yes",
-           "yes..", "yes!!", "yess", "ye", "not yes", "no. yes", "yes\u200b", "是吗", "不是", "不好",
-           "不可以", "好不好", "不同意", b"yes", ["yes"], {"answer": "yes"}, False, 0]
+NOT_YES = [
+    "Yesterday I said no",
+    "you must not",
+    "yes, but not now",
+    "yes?",
+    "yeah no",
+    "y'know",
+    "no",
+    "",
+    "   ",
+    None,
+    1,
+    1.0,
+    "true",
+    "True",
+    "ok",
+    "sure",
+    "yes please",
+    "yes yes",
+    "yes..",
+    "yes!!",
+    "yess",
+    "ye",
+    "not yes",
+    "no. yes",
+    "yes\u200b",
+    "是吗",
+    "不是",
+    "不好",
+    "不可以",
+    "好不好",
+    "不同意",
+    b"yes",
+    ["yes"],
+    {"answer": "yes"},
+    False,
+    0,
+]
 
 
 @pytest.mark.parametrize("answer", YES)
@@ -33,6 +84,7 @@ def test_the_yes_words_are_short_and_each_approves_on_its_own():
 
 
 # ---------------------------------------------------------------- memory: the remember tool
+
 
 def remember_with(answer, store, tenant="ana", content="Prefers metric units"):
     remember, _ = memory_tools(store, tenant, confirm=lambda question: answer)
@@ -69,6 +121,7 @@ def test_remember_stores_after_an_explicit_yes(store, answer):
 
 # ---------------------------------------------------------------- memory: consolidate
 
+
 def consolidate_with(answer, store):
     work = WorkingMemory(capacity=5, clock=store.clock)
     work.add("Wants chapters under 4,000 words", kind="preference", importance=0.9)
@@ -89,12 +142,15 @@ def test_consolidate_promotes_after_an_explicit_yes(store, answer):
 
 # ---------------------------------------------------------------- guardrails: a high-risk tool
 
+
 def email_with(answer):
-    workspace = g.Workspace()
-    model = ScriptedModel([call("send_email", to="ana@example.com", subject="hi", body="x"),
-                           say("done")])
-    result = g.run_guarded("Email Ana.", model, workspace.tools(), max_risk="high",
-                           approve=lambda call, tool: answer)
+    workspace = Workspace()
+    model = ScriptedModel(
+        [call("send_email", to="ana@example.com", subject="hi", body="x"), say("done")]
+    )
+    result = g.run_guarded(
+        "Email Ana.", model, workspace.tools(), max_risk="high", approve=lambda call, tool: answer
+    )
     return workspace, result.trace.text()
 
 

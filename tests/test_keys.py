@@ -1,21 +1,38 @@
 """No key is ever shown: keys planted in the shell and in .env, short and long, never appear in
 messages, reprs, vars, exception chains, doctor output or the results of a guarded run."""
+
 import dataclasses
 import json
 import socket
 
 import pytest
 
-from fake_server import FakeServer
-from labkit import (ChatModel, LabkitError, ResponsesModel, ServiceError, UserError, connect,
-                    describe, doctor, explain, load_settings, redact, user)
+from labkit import (
+    ChatModel,
+    LabkitError,
+    ResponsesModel,
+    ServiceError,
+    UserError,
+    connect,
+    describe,
+    doctor,
+    explain,
+    load_settings,
+    redact,
+    user,
+)
 from labkit import guardrails as g
+from labkit.budget import Budget
 from labkit.embed import OpenAIEmbedder
 from labkit.errors import ToolError
+from labkit.live import openai_client
 from labkit.models import ScriptedModel, call, say
-from labkit.tools import get_weather, tool
+from labkit.toolbox import get_weather
+from labkit.tools import tool
 
-KEYS = {                     # what learners configure, from a local server's key to OpenAI's
+from fake_server import FakeServer
+
+KEYS = {  # what learners configure, from a local server's key to OpenAI's
     "3 characters": "k3y",
     "6 characters": "Zq9-x2",
     "long, local": "local-server-secret-4711",
@@ -23,9 +40,15 @@ KEYS = {                     # what learners configure, from a local server's ke
 }
 
 
-@pytest.fixture(params=[(k, place, name) for k in KEYS for place in ("shell", ".env")
-                        for name in ("OPENAI_API_KEY", "LABKIT_API_KEY")],
-                ids=lambda p: f"{p[0]} in {p[1]} as {p[2]}")
+@pytest.fixture(
+    params=[
+        (k, place, name)
+        for k in KEYS
+        for place in ("shell", ".env")
+        for name in ("OPENAI_API_KEY", "LABKIT_API_KEY")
+    ],
+    ids=lambda p: f"{p[0]} in {p[1]} as {p[2]}",
+)
 def planted(request, tmp_path, monkeypatch):
     """A key configured the way a learner would: exported in the shell, or written in .env."""
     label, place, name = request.param
@@ -85,9 +108,17 @@ def every_text(value, seen=None):
 
 # ---------------------------------------------------------------- one redaction function
 
-@pytest.mark.parametrize("template", ["Incorrect API key provided: {}.", "Authorization: {}",
-                                      '{{"api_key": "{}"}}', "http://127.0.0.1:8000/v1?key={}",
-                                      "{}"])
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "Incorrect API key provided: {}.",
+        "Authorization: {}",
+        '{{"api_key": "{}"}}',
+        "http://127.0.0.1:8000/v1?key={}",
+        "{}",
+    ],
+)
 def test_every_configured_key_is_redacted_whatever_its_length(planted, template):
     assert planted not in redact(template.format(planted))
     assert "[redacted]" in redact(template.format(planted))
@@ -113,23 +144,28 @@ def test_a_key_on_an_unparsable_env_line_is_still_scrubbed(tmp_path, monkeypatch
     assert not any("local-server-secret-4711" in t for t in error_texts(caught.value))
 
 
-@pytest.mark.parametrize("make_error", [
-    lambda key: UserError(f"bad setting near {key}"),
-    lambda key: ServiceError(f"a proxy echoed {key}", 502),
-    lambda key: ToolError(f"lookup of {key} failed", "not_found"),
-    lambda key: LabkitError("two", f"arguments: {key}"),
-], ids=["UserError", "ServiceError", "ToolError", "LabkitError"])
+@pytest.mark.parametrize(
+    "make_error",
+    [
+        lambda key: UserError(f"bad setting near {key}"),
+        lambda key: ServiceError(f"a proxy echoed {key}", 502),
+        lambda key: ToolError(f"lookup of {key} failed", "not_found"),
+        lambda key: LabkitError("two", f"arguments: {key}"),
+    ],
+    ids=["UserError", "ServiceError", "ToolError", "LabkitError"],
+)
 def test_labkit_errors_hold_no_configured_key_in_their_args(planted, make_error):
     assert not any(planted in text for text in error_texts(make_error(planted)))
 
 
 # ---------------------------------------------------------------- live models
 
+
 @pytest.mark.parametrize("cls", [ResponsesModel, ChatModel])
 @pytest.mark.parametrize("fault", ["401", "500", "truncated"])
 @pytest.mark.parametrize("key", [KEYS["3 characters"], KEYS["OpenAI-style"]])
 def test_no_exception_reachable_from_a_live_error_holds_the_key(cls, fault, key):
-    with FakeServer() as server:                         # its 401 echoes the key it was sent
+    with FakeServer() as server:  # its 401 echoes the key it was sent
         model = cls(base_url=server.url, api_key=key, key_name="LABKIT_API_KEY")
         server.fail_next(fault)
         with pytest.raises(LabkitError) as caught:
@@ -138,18 +174,33 @@ def test_no_exception_reachable_from_a_live_error_holds_the_key(cls, fault, key)
     assert caught.value.__context__ is None and caught.value.__cause__ is None
 
 
-@pytest.mark.parametrize("shell, key", [
-    ({"LABKIT_MODE": "live", "OPENAI_API_KEY": KEYS["OpenAI-style"]}, KEYS["OpenAI-style"]),
-    ({"LABKIT_MODE": "live", "LABKIT_BASE_URL": "http://127.0.0.1:9/v1", "LABKIT_API": "chat",
-      "LABKIT_API_KEY": KEYS["3 characters"]}, KEYS["3 characters"]),
-], ids=["OpenAI", "local server"])
+@pytest.mark.parametrize(
+    "shell, key",
+    [
+        ({"LABKIT_MODE": "live", "OPENAI_API_KEY": KEYS["OpenAI-style"]}, KEYS["OpenAI-style"]),
+        (
+            {
+                "LABKIT_MODE": "live",
+                "LABKIT_BASE_URL": "http://127.0.0.1:9/v1",
+                "LABKIT_API": "chat",
+                "LABKIT_API_KEY": KEYS["3 characters"],
+            },
+            KEYS["3 characters"],
+        ),
+    ],
+    ids=["OpenAI", "local server"],
+)
 def test_no_labkit_object_shows_the_key_in_vars_or_repr(monkeypatch, shell, key):
     for name, value in shell.items():
         monkeypatch.setenv(name, value)
     settings = load_settings()
-    objects = [settings, connect(), OpenAIEmbedder(settings=settings),
-               ChatModel(base_url="http://127.0.0.1:9/v1", api_key=key, key_name="LABKIT_API_KEY")]
-    assert settings.api_key == key                       # the key is there, only out of sight
+    objects = [
+        settings,
+        connect(),
+        OpenAIEmbedder(settings=settings),
+        ChatModel(base_url="http://127.0.0.1:9/v1", api_key=key, key_name="LABKIT_API_KEY"),
+    ]
+    assert settings.api_key == key  # the key is there, only out of sight
     for thing in objects:
         assert not any(key in text for text in object_texts(thing)), type(thing).__name__
 
@@ -174,8 +225,9 @@ def test_doctor_never_prints_credentials_in_a_url(capsys, url, hidden):
     assert not any(secret in out for secret in hidden), out
 
 
-@pytest.mark.parametrize("url", ["ftp://alice7:pa55w0rd@host/v1",
-                                 "http://alice7:pa55w0rd@host/v 1"])
+@pytest.mark.parametrize(
+    "url", ["ftp://alice7:pa55w0rd@host/v1", "http://alice7:pa55w0rd@host/v 1"]
+)
 def test_a_refused_base_url_is_named_without_its_credentials(capsys, url):
     environ = {"LABKIT_ENV_FILE": "none", "LABKIT_BASE_URL": url, "LABKIT_API": "chat"}
     assert doctor(environ) is False
@@ -185,18 +237,23 @@ def test_a_refused_base_url_is_named_without_its_credentials(capsys, url):
 
 @pytest.mark.parametrize("cls", [ResponsesModel, ChatModel])
 def test_a_live_model_shows_its_url_without_credentials(cls):
-    with socket.socket() as probe:                       # a port that nothing listens on
+    with socket.socket() as probe:  # a port that nothing listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     model = cls(base_url=f"http://alice7:pa55w0rd@127.0.0.1:{port}/v1", api_key="k3y")
     with pytest.raises(ServiceError) as caught:
         model.respond([user("hi")])
-    said = [describe(model), explain(caught.value), *object_texts(model),
-            *error_texts(caught.value)]
+    said = [
+        describe(model),
+        explain(caught.value),
+        *object_texts(model),
+        *error_texts(caught.value),
+    ]
     assert not any("pa55w0rd" in text or "alice7" in text for text in said)
 
 
 # ---------------------------------------------------------------- the guarded loop
+
 
 def test_the_guarded_loop_scrubs_configured_keys_from_everything_it_returns(planted):
     @tool
@@ -204,15 +261,16 @@ def test_the_guarded_loop_scrubs_configured_keys_from_everything_it_returns(plan
         """Show the settings file, key and all."""
         return {"line": f"OPENAI_API_KEY={planted}", planted: "a key used as a dict key"}
 
-    model = ScriptedModel([call("show_settings"), call("get_weather", city=planted),
-                           say(f"Your key is {planted}.")])
+    model = ScriptedModel(
+        [call("show_settings"), call("get_weather", city=planted), say(f"Your key is {planted}.")]
+    )
     result = g.run_guarded("What is my key?", model, [show_settings, get_weather])
     assert result.status == "completed"
-    assert "refuse secret_in_arguments" in result.trace.text()          # get_weather never ran
+    assert "refuse secret_in_arguments" in result.trace.text()  # get_weather never ran
     outputs = [repr(result), result.trace.text(), result.trace._repr_html_(), *every_text(result)]
     assert not any(planted in text for text in outputs)
     seen = json.dumps([[m.content for m in s.messages] for s in model.seen])
-    assert planted not in seen                             # the model never read it either
+    assert planted not in seen  # the model never read it either
 
 
 @pytest.mark.parametrize("error", [RuntimeError, UserError, ServiceError])
@@ -221,10 +279,30 @@ def test_errors_out_of_the_guarded_loop_keep_no_configured_key_in_their_chain(pl
         def respond(self, messages, tools):
             raise error(f"the proxy said: {planted}")
 
-    def watch(line):        # a ServiceError from a model is a stop; from a callback, it is raised
+    def watch(line):  # a ServiceError from a model is a stop; from a callback, it is raised
         raise error(f"the proxy said: {planted}")
+
     model = ScriptedModel([say("hi")]) if error is ServiceError else Failing()
     with pytest.raises(LabkitError) as caught:
-        g.run_guarded("x", model, [], budget=g.Budget(watch=watch))
+        g.run_guarded("x", model, [], budget=Budget(watch=watch))
     assert not any(planted in text for text in error_texts(caught.value))
     assert caught.value.__context__ is None
+
+
+def test_live_models_and_live_embeddings_get_their_client_and_its_key_check_in_one_place():
+    settings = load_settings(
+        "live", environ={"LABKIT_ENV_FILE": "none", "OPENAI_API_KEY": '"sk-abc"'}
+    )
+    refused = []
+    for make in (
+        lambda: openai_client(settings.api_key, key_source=settings.key_source),
+        lambda: ResponsesModel(api_key=settings.api_key, key_source=settings.key_source),
+        lambda: ChatModel(api_key=settings.api_key, key_source=settings.key_source),
+        lambda: OpenAIEmbedder(settings=settings),
+    ):
+        with pytest.raises(UserError) as caught:
+            make()
+        refused.append(str(caught.value))
+    assert refused == [settings.key_problem()] * 4 and "wrapped in quotes" in refused[0]
+    client = openai_client("sk-" + "a" * 40, base_url="http://127.0.0.1:9/v1", timeout=3)
+    assert str(client.base_url).startswith("http://127.0.0.1:9/v1") and client.timeout == 3.0

@@ -4,23 +4,40 @@ Covers a two-turn tool loop through both APIs, every fault a learner can hit map
 line by explain(), a planted key that never appears in any message, repr or traceback, and tool
 calls whose name or arguments a server sent as something other than text.
 """
+
 import json
 import socket
 import traceback
 
 import pytest
 
-from fake_server import FakeServer
-from labkit import (ChatModel, ResponsesModel, ServiceError, UserError, connect, explain, tool_message,
-                    user)
+from labkit import (
+    ChatModel,
+    ResponsesModel,
+    ServiceError,
+    UserError,
+    connect,
+    explain,
+    tool_message,
+    user,
+)
 from labkit import guardrails as g
 from labkit.config import OFFICIAL_BASE_URL
-from labkit.tools import get_weather
+from labkit.toolbox import get_weather
+
+from fake_server import FakeServer
 
 PLANTED = "sk-planted-DO-NOT-LEAK-0123456789abcdefXYZ"
-WEATHER = {"name": "get_weather", "description": "Weather for a city (teaching data).",
-           "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                          "required": ["city"], "additionalProperties": False}}
+WEATHER = {
+    "name": "get_weather",
+    "description": "Weather for a city (teaching data).",
+    "parameters": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+        "additionalProperties": False,
+    },
+}
 
 
 @pytest.fixture
@@ -34,7 +51,8 @@ def make(cls, server, **options):
 
 
 def everything_said(error):
-    """Every text a learner could see about an error: message, explain, repr, formatted traceback."""
+    """Every text a learner could see about an error: message, explain, repr, formatted
+    traceback."""
     formatted = "".join(traceback.format_exception(type(error), error, error.__traceback__))
     return " ".join([str(error), explain(error), repr(error), formatted])
 
@@ -66,7 +84,7 @@ def test_two_turn_tool_loop(server, cls):
     else:
         assert [m["role"] for m in sent["messages"]] == ["user", "assistant", "tool"]
         assert sent["messages"][2]["tool_call_id"] == sent["messages"][1]["tool_calls"][0]["id"]
-    assert sent == model.request_preview(messages, [WEATHER])     # the preview is what was POSTed
+    assert sent == model.request_preview(messages, [WEATHER])  # the preview is what was POSTed
 
 
 FAULTS = [  # fault, error class, words the one-line explanation must contain
@@ -95,12 +113,14 @@ def test_fault_is_explained_without_the_key(server, cls, fault, error_class, wor
         assert word.lower() in line.lower(), line
     assert PLANTED not in everything_said(caught.value)
     assert PLANTED[:20] not in everything_said(caught.value)
-    assert len(server.requests) == 1                    # no silent retries
+    assert len(server.requests) == 1  # no silent retries
 
 
 def test_the_fake_401_really_echoes_the_key(server):
-    """Guard for the test above: the server does put the key in its 401 body, so redaction is tested."""
+    """Guard for the test above: the server does put the key in its 401 body, so redaction is
+    tested."""
     import openai
+
     client = openai.OpenAI(api_key=PLANTED, base_url=server.url, max_retries=0)
     server.fail_next("401")
     with pytest.raises(openai.AuthenticationError) as caught:
@@ -119,7 +139,7 @@ def test_timeout(server, cls):
 
 @pytest.mark.parametrize("cls", [ResponsesModel, ChatModel])
 def test_connection_refused(cls):
-    with socket.socket() as probe:                      # a port that nothing listens on
+    with socket.socket() as probe:  # a port that nothing listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     model = cls(base_url=f"http://127.0.0.1:{port}/v1", api_key=PLANTED, key_name="LABKIT_API_KEY")
@@ -148,25 +168,28 @@ def test_missing_usage_is_tolerated(server, cls):
 
 def test_reasoning_items_are_dropped_by_default(server):
     model = make(ResponsesModel, server)
-    server.fail_next("reasoning")                       # the reply carries a bare reasoning item
+    server.fail_next("reasoning")  # the reply carries a bare reasoning item
     messages = [user("weather?")]
     first = model.respond(messages, [WEATHER])
     assert first.reasoning == []
     messages += [first.to_message(), tool_message(first.tool_calls[0], '{"ok": true, "data": 1}')]
-    second = model.respond(messages, [WEATHER])         # would be a 404 if the item were replayed
+    second = model.respond(messages, [WEATHER])  # would be a 404 if the item were replayed
     assert second.text.startswith("fake model heard")
     assert all(i.get("type") != "reasoning" for i in server.requests[-1]["body"]["input"])
 
 
 def test_a_bare_reasoning_item_is_never_replayed(server):
     import openai
+
     model = make(ResponsesModel, server, replay_reasoning=True)
     first = model.respond([user("weather?")], [WEATHER])
     message = first.to_message()
-    message.reasoning = [{"type": "reasoning", "id": "rs_1", "summary": []}]   # no encrypted_content
-    body = model.request_preview([user("weather?"), message, tool_message(first.tool_calls[0], "{}")])
+    message.reasoning = [{"type": "reasoning", "id": "rs_1", "summary": []}]  # no encrypted_content
+    body = model.request_preview(
+        [user("weather?"), message, tool_message(first.tool_calls[0], "{}")]
+    )
     assert all(item.get("type") != "reasoning" for item in body["input"])
-    body["input"].insert(1, message.reasoning[0])       # sent anyway, the API (and the fake) says 404
+    body["input"].insert(1, message.reasoning[0])  # sent anyway, the API (and the fake) says 404
     with pytest.raises(openai.NotFoundError, match="not persisted"):
         model._client.responses.create(**body)
 
@@ -206,12 +229,25 @@ def test_stray_openai_base_url_is_ignored(server, monkeypatch):
     assert PLANTED not in repr(model)
 
 
-@pytest.mark.parametrize("cls, field", [(ResponsesModel, "max_output_tokens"), (ChatModel, "max_completion_tokens")])
+@pytest.mark.parametrize(
+    "cls, field", [(ResponsesModel, "max_output_tokens"), (ChatModel, "max_completion_tokens")]
+)
 def test_max_output_tokens_caps_replies_on_the_server(server, cls, field):
     model = make(cls, server, max_output_tokens=64)
     model.respond([user("hi")])
     assert server.requests[-1]["body"][field] == 64
     assert field not in make(cls, server).request_preview([user("hi")])
+
+
+@pytest.mark.parametrize(
+    "cls, field", [(ResponsesModel, "max_output_tokens"), (ChatModel, "max_completion_tokens")]
+)
+def test_a_cap_given_to_one_call_reaches_the_server_and_the_tighter_cap_wins(server, cls, field):
+    model = make(cls, server, max_output_tokens=64)
+    model.respond([user("hi")], max_output_tokens=32)
+    model.respond([user("hi")], max_output_tokens=128)
+    assert [r["body"][field] for r in server.requests[-2:]] == [32, 64]
+    assert model.max_output_tokens == 64
 
 
 # ---------------------------------------------------------------- tool calls that are not text
@@ -228,8 +264,9 @@ SHAPES = [  # fault, the call the adapter reads (name, arguments), words of its 
 
 @pytest.mark.parametrize("cls", [ResponsesModel, ChatModel])
 @pytest.mark.parametrize("fault, name, arguments, problem", SHAPES)
-def test_adapters_make_arguments_text_and_mark_a_name_they_cannot_read(server, cls, fault, name,
-                                                                       arguments, problem):
+def test_adapters_make_arguments_text_and_mark_a_name_they_cannot_read(
+    server, cls, fault, name, arguments, problem
+):
     server.fail_next(fault)
     [got] = make(cls, server).respond([user("Weather in Paris?")], [WEATHER]).tool_calls
     assert (got.name, got.arguments) == (name, arguments)
@@ -237,9 +274,12 @@ def test_adapters_make_arguments_text_and_mark_a_name_they_cannot_read(server, c
 
 
 OUTCOMES = [  # fault, the error the call's result carries (None: the tool ran)
-    ("arguments_object", None), ("arguments_list", "invalid_json"),
-    ("arguments_missing", "invalid_arguments"), ("name_number", "malformed_call"),
-    ("name_list", "malformed_call"), ("name_missing", "malformed_call"),
+    ("arguments_object", None),
+    ("arguments_list", "invalid_json"),
+    ("arguments_missing", "invalid_arguments"),
+    ("name_number", "malformed_call"),
+    ("name_list", "malformed_call"),
+    ("name_missing", "malformed_call"),
 ]
 
 
@@ -250,7 +290,7 @@ def test_a_guarded_run_over_the_sdk_runs_or_refuses_such_calls(server, cls, faul
     result = g.run_guarded("Weather in Paris?", make(cls, server), [get_weather])
     assert result.status == "completed" and result.answer.startswith("fake model heard")
     assert json.loads(result.messages[3].content).get("error") == error
-    sent = server.requests[-1]["body"]        # the history went back with every field as text
+    sent = server.requests[-1]["body"]  # the history went back with every field as text
     if cls is ResponsesModel:
         [call] = [item for item in sent["input"] if item.get("type") == "function_call"]
     else:
@@ -258,13 +298,19 @@ def test_a_guarded_run_over_the_sdk_runs_or_refuses_such_calls(server, cls, faul
     assert isinstance(call["name"], str) and isinstance(call["arguments"], str)
 
 
-@pytest.mark.parametrize("place, words", [
-    ("shell", "LABKIT_API_KEY is set in the shell"),
-    (".env", "put a valid key in .env line 2 as LABKIT_API_KEY"),
-])
+@pytest.mark.parametrize(
+    "place, words",
+    [
+        ("shell", "LABKIT_API_KEY is set in the shell"),
+        (".env", "put a valid key in .env line 2 as LABKIT_API_KEY"),
+    ],
+)
 def test_a_rejected_key_is_blamed_where_it_was_set(server, tmp_path, monkeypatch, place, words):
-    for name, value in {"LABKIT_MODE": "live", "LABKIT_BASE_URL": server.url,
-                        "LABKIT_API": "chat"}.items():
+    for name, value in {
+        "LABKIT_MODE": "live",
+        "LABKIT_BASE_URL": server.url,
+        "LABKIT_API": "chat",
+    }.items():
         monkeypatch.setenv(name, value)
     if place == "shell":
         monkeypatch.setenv("LABKIT_API_KEY", PLANTED)
@@ -278,10 +324,17 @@ def test_a_rejected_key_is_blamed_where_it_was_set(server, tmp_path, monkeypatch
     assert words in explain(caught.value) and PLANTED not in everything_said(caught.value)
 
 
-@pytest.mark.parametrize("option, value", [
-    ("timeout", 0), ("timeout", -1.5), ("timeout", float("nan")), ("timeout", "soon"),
-    ("max_retries", -1), ("max_retries", 1.5),
-])
+@pytest.mark.parametrize(
+    "option, value",
+    [
+        ("timeout", 0),
+        ("timeout", -1.5),
+        ("timeout", float("nan")),
+        ("timeout", "soon"),
+        ("max_retries", -1),
+        ("max_retries", 1.5),
+    ],
+)
 def test_a_live_model_refuses_limits_that_cannot_work(option, value):
     with pytest.raises(UserError, match=f"{option}=") as caught:
         ChatModel(base_url="http://127.0.0.1:9/v1", **{option: value})

@@ -1,24 +1,50 @@
-"""Messages, the scripted model, request previews, and the 01_setup task."""
+"""Messages, the scripted model, request previews, the live adapters' request bodies."""
+
 import json
 
 import pytest
 
-from labkit import (ChatModel, Message, ResponsesModel, ScriptedModel, ToolCall, UserError, call, check,
-                    connect, describe, incomplete, raw_call, request_preview, say, system, tool_message, turn,
-                    user)
-from labkit.live import TASK, read_output
+from labkit import (
+    ChatModel,
+    Message,
+    ResponsesModel,
+    ScriptedModel,
+    ToolCall,
+    UserError,
+    call,
+    connect,
+    describe,
+    incomplete,
+    raw_call,
+    request_preview,
+    say,
+    system,
+    tool_message,
+    turn,
+    user,
+)
+from labkit.live import read_output
 from labkit.models import check_pairing, estimate_tokens
 
 KEY = "sk-test-0123456789abcdefghij"
-WEATHER = {"name": "get_weather", "description": "d",
-           "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                          "required": ["city"], "additionalProperties": False}}
+WEATHER = {
+    "name": "get_weather",
+    "description": "d",
+    "parameters": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+        "additionalProperties": False,
+    },
+}
 
 
 def test_scripted_model_replays_its_steps_in_order():
     model = ScriptedModel([call("get_weather", city="北京"), say("It is 18 °C.")])
     first = model.respond([user("weather in Beijing?")], [WEATHER])
-    assert first.text == "" and first.tool_calls == [ToolCall("call_1", "get_weather", '{"city": "北京"}')]
+    assert first.text == "" and first.tool_calls == [
+        ToolCall("call_1", "get_weather", '{"city": "北京"}')
+    ]
     second = model.respond([user("weather in Beijing?")], [WEATHER])
     assert second.text == "It is 18 °C." and second.tool_calls == []
     assert model.unused() == [] and repr(model) == "ScriptedModel(2 steps, 2 used)"
@@ -28,7 +54,7 @@ def test_scripted_model_records_copies_of_what_it_was_shown():
     model = ScriptedModel([say("ok")])
     messages = [system("be brief"), user("hi")]
     model.respond(messages, [WEATHER])
-    messages.append(user("later"))                       # later edits do not rewrite history
+    messages.append(user("later"))  # later edits do not rewrite history
     assert [m.content for m in model.seen[0].messages] == ["be brief", "hi"]
     assert model.seen[0].tools == ["get_weather"]
 
@@ -58,24 +84,38 @@ def test_computed_step_must_return_a_step():
 
 
 def test_turn_raw_call_and_incomplete():
-    model = ScriptedModel([turn(say("Checking both."), call("f", a=1), call("g", b=2)),
-                           raw_call("f", '{"a": '), incomplete("The answer is", "max_output_tokens")])
+    model = ScriptedModel(
+        [
+            turn(say("Checking both."), call("f", a=1), call("g", b=2)),
+            raw_call("f", '{"a": '),
+            incomplete("The answer is", "max_output_tokens"),
+        ]
+    )
     both = model.respond([user("q")])
     assert both.text == "Checking both." and [c.id for c in both.tool_calls] == ["call_1", "call_2"]
     assert model.respond([user("q")]).tool_calls[0].arguments == '{"a": '
     cut = model.respond([user("q")])
-    assert (cut.status, cut.incomplete_reason, cut.text) == ("incomplete", "max_output_tokens", "The answer is")
+    assert (cut.status, cut.incomplete_reason, cut.text) == (
+        "incomplete",
+        "max_output_tokens",
+        "The answer is",
+    )
 
 
 def test_scripted_usage_is_an_estimate_and_says_so():
     model = ScriptedModel([say("pong"), say("pong")])
     reply = model.respond([user("ping")])
-    assert reply.usage.estimated and reply.usage.total_tokens == reply.usage.input_tokens + reply.usage.output_tokens
+    assert (
+        reply.usage.estimated
+        and reply.usage.total_tokens == reply.usage.input_tokens + reply.usage.output_tokens
+    )
     model.respond([user("ping")])
     assert model.usage.total_tokens == 2 * reply.usage.total_tokens and model.usage.estimated
 
 
-@pytest.mark.parametrize("text, tokens", [("", 0), ("hello world", 3), ("你好世界", 4), ("abcd", 1)])
+@pytest.mark.parametrize(
+    "text, tokens", [("", 0), ("hello world", 3), ("你好世界", 4), ("abcd", 1)]
+)
 def test_estimate_tokens(text, tokens):
     assert estimate_tokens(text) == tokens
 
@@ -90,13 +130,16 @@ def test_pairing_accepts_a_paired_history():
     check_pairing(messages + [tool_message(c, "{}"), user("thanks")])
 
 
-@pytest.mark.parametrize("mutate, words", [
-    (lambda c, m: m + [user("next")], "comes before the output"),
-    (lambda c, m: m, "have no output yet"),
-    (lambda c, m: m + [tool_message(c, "{}"), tool_message(c, "{}")], "already answered"),
-    (lambda c, m: [user("q"), tool_message(c, "{}")], "no assistant message"),
-    (lambda c, m: m + [Message("robot", "x")], "role 'robot'"),
-])
+@pytest.mark.parametrize(
+    "mutate, words",
+    [
+        (lambda c, m: m + [user("next")], "comes before the output"),
+        (lambda c, m: m, "have no output yet"),
+        (lambda c, m: m + [tool_message(c, "{}"), tool_message(c, "{}")], "already answered"),
+        (lambda c, m: [user("q"), tool_message(c, "{}")], "no assistant message"),
+        (lambda c, m: m + [Message("robot", "x")], "role 'robot'"),
+    ],
+)
 def test_pairing_errors_say_what_to_append(mutate, words):
     c, messages = history_with_call()
     with pytest.raises(UserError, match=words):
@@ -105,22 +148,40 @@ def test_pairing_errors_say_what_to_append(mutate, words):
 
 def test_request_preview_responses_shape():
     c, messages = history_with_call()
-    body = ResponsesModel(api_key=KEY).request_preview([system("s")] + messages + [tool_message(c, "18C")], [WEATHER])
+    body = ResponsesModel(api_key=KEY).request_preview(
+        [system("s")] + messages + [tool_message(c, "18C")], [WEATHER]
+    )
     assert body["store"] is False and body["model"] == "gpt-5-mini"
     assert body["input"] == [
-        {"role": "system", "content": "s"}, {"role": "user", "content": "weather?"},
-        {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": '{"city": "Paris"}'},
-        {"type": "function_call_output", "call_id": "call_1", "output": "18C"}]
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "weather?"},
+        {
+            "type": "function_call",
+            "call_id": "call_1",
+            "name": "get_weather",
+            "arguments": '{"city": "Paris"}',
+        },
+        {"type": "function_call_output", "call_id": "call_1", "output": "18C"},
+    ]
     assert body["tools"][0] == {"type": "function", **WEATHER, "strict": True}
     assert "include" not in body
-    json.dumps(body)                                     # it is exactly JSON
+    json.dumps(body)  # it is exactly JSON
 
 
 def test_request_preview_chat_shape():
     c, messages = history_with_call()
     body = ChatModel(api_key=KEY).request_preview(messages + [tool_message(c, "18C")], [WEATHER])
-    assert body["messages"][1] == {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]}
+    assert body["messages"][1] == {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+            }
+        ],
+    }
     assert body["messages"][2] == {"role": "tool", "tool_call_id": "call_1", "content": "18C"}
     assert body["tools"][0]["function"]["strict"] is True
 
@@ -145,29 +206,33 @@ def test_connect_switch(monkeypatch):
         connect()
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     live = connect()
-    assert isinstance(live, ResponsesModel) and "gpt-5-mini" in describe(live) and KEY not in describe(live)
+    assert (
+        isinstance(live, ResponsesModel)
+        and "gpt-5-mini" in describe(live)
+        and KEY not in describe(live)
+    )
     assert isinstance(connect(mode="offline"), ScriptedModel)
 
 
 def test_read_output_skips_unknown_items_and_reads_refusals():
-    items = [{"type": "web_search_call", "id": "ws_1"},
-             {"type": "message", "content": [{"type": "refusal", "refusal": "I can't help with that."}]}]
+    items = [
+        {"type": "web_search_call", "id": "ws_1"},
+        {"type": "message", "content": [{"type": "refusal", "refusal": "I can't help with that."}]},
+    ]
     assert read_output(items) == ("I can't help with that.", [])
-
-
-def test_setup_task_reference_passes_and_a_wrong_answer_fails():
-    assert check(TASK.reference, "01_setup", quiet=True)
-    wrong = check(lambda items: ("", []), "01_setup", quiet=True)
-    assert 0 < wrong.passed < wrong.total
 
 
 def test_module_request_preview_needs_no_key(monkeypatch):
     c, messages = history_with_call()
     messages = messages + [tool_message(c, "18C")]
-    assert request_preview(messages, [WEATHER]) == ResponsesModel(api_key=KEY).request_preview(messages, [WEATHER])
+    assert request_preview(messages, [WEATHER]) == ResponsesModel(api_key=KEY).request_preview(
+        messages, [WEATHER]
+    )
     monkeypatch.setenv("LABKIT_API", "chat")
     monkeypatch.setenv("OPENAI_MODEL", "gpt-test")
-    assert request_preview(messages, [WEATHER]) == ChatModel("gpt-test", api_key=KEY).request_preview(messages, [WEATHER])
+    assert request_preview(messages, [WEATHER]) == ChatModel(
+        "gpt-test", api_key=KEY
+    ).request_preview(messages, [WEATHER])
     with pytest.raises(UserError, match="not an API"):
         request_preview(messages, api="completions")
 
@@ -176,7 +241,23 @@ def test_scripted_model_has_no_output_cap_by_default():
     long = "word " * 400
     reply = ScriptedModel([say(long)]).respond([user("talk")])
     assert ScriptedModel().max_output_tokens is None
-    assert (reply.status, reply.text, reply.usage.output_tokens) == ("completed", long, estimate_tokens(long))
+    assert (reply.status, reply.text, reply.usage.output_tokens) == (
+        "completed",
+        long,
+        estimate_tokens(long),
+    )
+
+
+@pytest.mark.parametrize(
+    "own, per_call, used", [(None, 5, 5), (5, None, 5), (8, 5, 5), (5, 8, 5), (None, None, 500)]
+)
+def test_a_cap_given_to_one_call_is_applied_with_the_models_own_the_tighter_wins(
+    own, per_call, used
+):
+    model = ScriptedModel([say("word " * 400)])
+    model.max_output_tokens = own
+    reply = model.respond([user("talk")], max_output_tokens=per_call)
+    assert reply.usage.output_tokens == used and model.max_output_tokens == own
 
 
 def test_a_capped_scripted_model_cuts_a_long_reply_like_a_server():
@@ -184,15 +265,21 @@ def test_a_capped_scripted_model_cuts_a_long_reply_like_a_server():
     model.max_output_tokens = 5
     cut = model.respond([user("talk")])
     assert (cut.status, cut.incomplete_reason) == ("incomplete", "max_output_tokens")
-    assert cut.text == ("word " * 400)[:20] and cut.usage.output_tokens == 5 == estimate_tokens(cut.text)
-    assert model.respond([user("again")]).status == "completed"          # a reply that fits is untouched
+    assert cut.text == ("word " * 400)[:20] and cut.usage.output_tokens == 5 == estimate_tokens(
+        cut.text
+    )
+    assert model.respond([user("again")]).status == "completed"  # a reply that fits is untouched
     chinese = model.respond([user("again")])
     assert chinese.text == "你好世界你" and chinese.usage.output_tokens == 5
 
 
 def test_a_capped_scripted_model_drops_calls_that_do_not_fit():
-    model = ScriptedModel([turn(say("Checking."), call("get_weather", city="Paris" * 20)),
-                           turn(say("Checking."), call("get_weather", city="Paris"))])
+    model = ScriptedModel(
+        [
+            turn(say("Checking."), call("get_weather", city="Paris" * 20)),
+            turn(say("Checking."), call("get_weather", city="Paris")),
+        ]
+    )
     model.max_output_tokens = 10
     cut = model.respond([user("weather?")])
     assert cut.status == "incomplete" and cut.text == "Checking." and cut.tool_calls == []

@@ -4,10 +4,12 @@ nbval itself (strict, with tests/sanitize.cfg) re-executes every notebook and co
 these tests check what nbval does not: a fresh-kernel execution order, no errors, nothing
 machine-specific or secret in outputs, the lesson headings in order, a reviewable file size,
 valid nbformat 4.5, the installed kernel's kernelspec (JupyterLab then opens a notebook
-unmodified), no blank first or last lines, Markdown that renders as its author meant, and a lesson
-short enough to finish (at most four Self-check questions and six Common errors rows; only the
-optional Appendix after Common errors).
+unmodified), no blank first or last lines, Markdown that renders as its author meant, library
+source printed within 100 columns (wider lines wrap), and a lesson short enough to finish (at
+most four Self-check questions and six Common errors rows; only the optional Appendix after
+Common errors).
 """
+
 import importlib.util
 import json
 import os
@@ -23,25 +25,43 @@ from markdown_it import MarkdownIt
 from nbformat.warnings import MissingIDFieldWarning
 
 ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("execute_notebooks",
-                                               ROOT / ".ci" / "execute_notebooks.py")
+_spec = importlib.util.spec_from_file_location(
+    "execute_notebooks", ROOT / ".ci" / "execute_notebooks.py"
+)
 execute_notebooks = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(execute_notebooks)
 # CommonMark with raw HTML and tables: on <details> blocks and inline tags it agrees with the
 # renderer JupyterLab uses (marked), which is what a learner sees.
 MARKDOWN = MarkdownIt("commonmark").enable("table")
 # HTML elements a Markdown cell may use; any other <word> is an unknown tag a browser swallows.
-HTML_TAGS = set("""a abbr b blockquote br code dd del details div dl dt em h1 h2 h3 h4 h5 h6 hr i
+HTML_TAGS = set(
+    """a abbr b blockquote br code dd del details div dl dt em h1 h2 h3 h4 h5 h6 hr i
     img kbd li ol p pre q s samp small span strong sub summary sup table tbody td th thead tr u ul
-    var""".split())
+    var""".split()
+)
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-HEADINGS = ["Goals", "Prerequisites", "Key ideas", "Build it", "Meet labkit", "Lab", "Go live",
-            "Hands-on task", "Self-check", "Common errors"]
+HEADINGS = [
+    "Goals",
+    "Prerequisites",
+    "Key ideas",
+    "Build it",
+    "Meet labkit",
+    "Lab",
+    "Go live",
+    "Hands-on task",
+    "Self-check",
+    "Common errors",
+]
 # The one section allowed after Common errors: hardening a curious learner may read later.
 APPENDIX = "Appendix: making it robust"
 MAX_QUESTIONS, MAX_ROWS = 4, 6
+# labkit's source lines are at most 100 characters, so a printed function never wraps.
+MAX_SOURCE_COLUMNS = 100
 LEAKS = [
-    (re.compile(r"(?<![\w.])/(?:work|root|home|tmp|private|Users|var/folders)/[^\s'\"]+"), "absolute path"),
+    (
+        re.compile(r"(?<![\w.])/(?:work|root|home|tmp|private|Users|var/folders)/[^\s'\"]+"),
+        "absolute path",
+    ),
     (re.compile(r"[A-Z]:\\\\Users\\\\"), "Windows user path"),
     (re.compile(r"\bat 0x[0-9a-fA-F]{6,}\b"), "memory address"),
     (re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"), "key-like string"),
@@ -55,7 +75,11 @@ def output_text(output):
     if output.get("output_type") == "error":
         return "\n".join(output.get("traceback", []))
     data = output.get("data", {})
-    return "".join("".join(v) if isinstance(v, list) else str(v) for k, v in data.items() if k.startswith("text/"))
+    return "".join(
+        "".join(v) if isinstance(v, list) else str(v)
+        for k, v in data.items()
+        if k.startswith("text/")
+    )
 
 
 def _tokens(tokens):
@@ -72,14 +96,17 @@ def markdown_problems(source):
         if token.type in ("html_inline", "html_block"):
             for tag in re.findall(r"</?([A-Za-z][\w-]*)", token.content):
                 if tag.lower() not in HTML_TAGS:
-                    found.append(f"<{tag}> is swallowed as an unknown HTML tag — put it in "
-                                 "backticks")
+                    found.append(
+                        f"<{tag}> is swallowed as an unknown HTML tag — put it in backticks"
+                    )
     for answer in re.findall(r"(?s)<details>.*?</details>", MARKDOWN.render(source)):
         text = re.sub(r"(?s)<(code|pre)>.*?</\1>|<[^>]+>", "", answer)
         for raw in ("`", "**", "]("):
             if raw in text:
-                found.append(f"raw Markdown {raw!r} in a <details> answer — leave a blank line "
-                             "after <summary>...</summary> and before </details>")
+                found.append(
+                    f"raw Markdown {raw!r} in a <details> answer — leave a blank line "
+                    "after <summary>...</summary> and before </details>"
+                )
                 break
     return found
 
@@ -94,7 +121,7 @@ def sections(nb):
             heading = re.match(r"##\s+(.+?)\s*$", part, re.M)
             if heading:
                 found.append((heading.group(1), part))
-            elif found:                                 # a cell that continues a section
+            elif found:  # a cell that continues a section
                 found[-1] = (found[-1][0], found[-1][1] + "\n" + part)
     return found
 
@@ -106,14 +133,14 @@ def shape_problems(sections):
     last = max((i for i, n in enumerate(names) if n.startswith("common errors")), default=None)
     for index, (name, text) in enumerate(sections):
         if name.lower().startswith("self-check"):
-            asked = re.sub(r"(?s)<details>.*?</details>", "", text)     # answers may number too
+            asked = re.sub(r"(?s)<details>.*?</details>", "", text)  # answers may number too
             questions = len(re.findall(r"(?m)^\d+\.\s", asked))
             if questions > MAX_QUESTIONS:
                 found.append(f"## Self-check has {questions} questions — at most {MAX_QUESTIONS}")
         if name.lower().startswith("common errors"):
             lines = re.findall(r"(?m)^\|.*$", text)
             rules = [line for line in lines if re.fullmatch(r"\|[\s:|-]+", line.strip())]
-            rows = len(lines) - 2 * len(rules)                  # each table: a header, a rule
+            rows = len(lines) - 2 * len(rules)  # each table: a header, a rule
             if rows > MAX_ROWS:
                 found.append(f"## Common errors has {rows} rows — at most {MAX_ROWS}")
         if name == APPENDIX and (last is None or index < last):
@@ -127,18 +154,21 @@ def problems(nb):
     found = []
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", MissingIDFieldWarning)      # reported below
+            warnings.simplefilter("ignore", MissingIDFieldWarning)  # reported below
             nbformat.validate(nbformat.from_dict(nb))
     except nbformat.ValidationError as error:
         found.append(f"not valid nbformat: {str(error).splitlines()[0][:80]}")
     if (nb.get("nbformat"), nb.get("nbformat_minor", 0)) < (4, 5):
         found.append("not nbformat 4.5 (cells need ids)")
-    found += [f"cell {index}: no cell id"
-              for index, cell in enumerate(nb["cells"]) if "id" not in cell]
+    found += [
+        f"cell {index}: no cell id" for index, cell in enumerate(nb["cells"]) if "id" not in cell
+    ]
     kernelspec = nb.get("metadata", {}).get("kernelspec")
     if kernelspec != execute_notebooks.installed_kernelspec():
-        found.append(f"kernelspec {kernelspec} is not the installed kernel's: JupyterLab marks the "
-                     "notebook modified on opening")
+        found.append(
+            f"kernelspec {kernelspec} is not the installed kernel's: JupyterLab marks the "
+            "notebook modified on opening"
+        )
     if "widgets" in nb.get("metadata", {}):
         found.append("widget state saved in metadata")
     expected = 1
@@ -155,18 +185,36 @@ def problems(nb):
         if cell["cell_type"] != "code" or not source.strip():
             continue
         if cell.get("execution_count") != expected:
-            found.append(f"cell {index}: execution_count {cell.get('execution_count')}, expected {expected}")
+            found.append(
+                f"cell {index}: execution_count {cell.get('execution_count')}, expected {expected}"
+            )
         expected = (cell.get("execution_count") or expected) + 1
+        prints_source = "getsource(" in source
         for output in cell.get("outputs", []):
             text = output_text(output)
-            if output.get("output_type") == "error" or (output.get("name") == "stderr" and "Traceback" in text):
+            if prints_source:
+                found += [
+                    f"cell {index}: printed source line of {len(line)} characters — at most "
+                    f"{MAX_SOURCE_COLUMNS}, or it wraps"
+                    for line in text.splitlines()
+                    if len(line) > MAX_SOURCE_COLUMNS
+                ]
+            if output.get("output_type") == "error" or (
+                output.get("name") == "stderr" and "Traceback" in text
+            ):
                 found.append(f"cell {index}: error output")
             for pattern, what in LEAKS:
                 if pattern.search(text):
-                    found.append(f"cell {index}: {what} in output: {pattern.search(text).group(0)[:40]}")
+                    found.append(
+                        f"cell {index}: {what} in output: {pattern.search(text).group(0)[:40]}"
+                    )
     position = 0
     for wanted in HEADINGS:
-        later = [i for i, h in enumerate(headings) if h.lower().startswith(wanted.lower()) and i >= position]
+        later = [
+            i
+            for i, h in enumerate(headings)
+            if h.lower().startswith(wanted.lower()) and i >= position
+        ]
         if not later:
             found.append(f"heading missing or out of order: ## {wanted}")
         else:
@@ -189,26 +237,61 @@ def test_hygiene_check_catches_what_it_claims():
     nb = json.loads((ROOT / "notebooks" / "01_setup.ipynb").read_text())
     code = [c for c in nb["cells"] if c["cell_type"] == "code" and "".join(c["source"]).strip()]
     code[1]["execution_count"] = 7
-    code[2]["outputs"] = [{"output_type": "stream", "name": "stdout",
-                           "text": "saved to /home/ana/labkit/x at 0x7f3a2b1c9d40 with sk-abcdefghijklmnopqrstu\n"}]
-    code[3]["outputs"] = [{"output_type": "error", "ename": "KeyError", "evalue": "'x'", "traceback": []}]
+    code[2]["outputs"] = [
+        {
+            "output_type": "stream",
+            "name": "stdout",
+            "text": "saved to /home/ana/labkit/x at 0x7f3a2b1c9d40 with sk-abcdefghijklmnopqrstu\n",
+        }
+    ]
+    code[3]["outputs"] = [
+        {"output_type": "error", "ename": "KeyError", "evalue": "'x'", "traceback": []}
+    ]
     code[4]["source"] = "\nx = 1\n"
     del nb["cells"][0]["id"]
-    nb["nbformat_minor"] = 4                                        # ids under 4.4: 07's old state
+    nb["nbformat_minor"] = 4  # ids under 4.4: 07's old state
     nb["metadata"]["kernelspec"]["display_name"] = "Python 3"
     nb["cells"] = [c for c in nb["cells"] if "## Self-check" not in "".join(c["source"])]
     found = " | ".join(problems(nb))
-    for what in ["execution_count 7", "absolute path", "memory address", "key-like", "error output",
-                 "## Self-check", "not valid nbformat", "not nbformat 4.5", "cell 0: no cell id",
-                 "not the installed kernel's", "blank first or last line"]:
+    for what in [
+        "execution_count 7",
+        "absolute path",
+        "memory address",
+        "key-like",
+        "error output",
+        "## Self-check",
+        "not valid nbformat",
+        "not nbformat 4.5",
+        "cell 0: no cell id",
+        "not the installed kernel's",
+        "blank first or last line",
+    ]:
         assert what in found, what
+
+
+@pytest.mark.parametrize(
+    "width, expected",
+    [(100, []), (101, ["printed source line of 101 characters — at most 100, or it wraps"])],
+    ids=["100 columns fit", "101 wrap"],
+)
+def test_printed_source_check_flags_a_line_that_would_wrap(width, expected):
+    """01_setup's `Reply` printout given one line `width` characters wide."""
+    nb = json.loads((ROOT / "notebooks" / "01_setup.ipynb").read_text())
+    printout = next(c for c in nb["cells"] if "getsource(" in "".join(c["source"]))
+    line = "    return " + "x" * (width - len("    return "))
+    printout["outputs"] = [nbformat.v4.new_output("stream", name="stdout", text=line + "\n")]
+    found = [p.split(": ", 1)[1] for p in problems(nb) if "printed source line" in p]
+    assert found == expected
 
 
 def planted(section, markdown):
     """01_setup with one Markdown cell added right after the cell that opens `## {section}`."""
     nb = json.loads((ROOT / "notebooks" / "01_setup.ipynb").read_text())
-    at = next(i for i, cell in enumerate(nb["cells"])
-              if "".join(cell["source"]).startswith(f"## {section}"))
+    at = next(
+        i
+        for i, cell in enumerate(nb["cells"])
+        if "".join(cell["source"]).startswith(f"## {section}")
+    )
     nb["cells"].insert(at + 1, nbformat.v4.new_markdown_cell(markdown))
     return nb
 
@@ -216,12 +299,20 @@ def planted(section, markdown):
 ROWS = "| message | cause | fix |\n|---|---|---|\n" + "| `boom` | a cause | a fix |\n" * 7
 
 
-@pytest.mark.parametrize("section, markdown, problem", [
-    ("Self-check", "5. One question more?\n6. And another?", "## Self-check has"),
-    ("Common errors", ROWS.strip(), "## Common errors has"),
-    ("Common errors", "## Further reading\n\nMore.", "## Further reading after ## Common errors"),
-    ("Self-check", f"## {APPENDIX}\n\nHardening.", f"## {APPENDIX} comes before"),
-], ids=["five questions", "seven rows", "a section after Common errors", "the Appendix early"])
+@pytest.mark.parametrize(
+    "section, markdown, problem",
+    [
+        ("Self-check", "5. One question more?\n6. And another?", "## Self-check has"),
+        ("Common errors", ROWS.strip(), "## Common errors has"),
+        (
+            "Common errors",
+            "## Further reading\n\nMore.",
+            "## Further reading after ## Common errors",
+        ),
+        ("Self-check", f"## {APPENDIX}\n\nHardening.", f"## {APPENDIX} comes before"),
+    ],
+    ids=["five questions", "seven rows", "a section after Common errors", "the Appendix early"],
+)
 def test_shape_check_catches_a_lesson_too_long_or_out_of_order(section, markdown, problem):
     found = problems(planted(section, markdown))
     assert any(p.startswith(problem) for p in found), found
@@ -232,49 +323,81 @@ def test_shape_check_accepts_the_appendix_after_common_errors():
     assert problems(nb) == []
 
 
-@pytest.mark.parametrize("markdown, problem", [
-    ("1. Q?\n   <details><summary>Answer</summary>Use `run()`, **not** `loop()`.</details>",
-     "raw Markdown '`' in a <details> answer"),
-    ("1. Q?\n   <details><summary>Answer</summary>It is **bold**.</details>", "raw Markdown '**'"),
-    ("A document can contain </untrusted> and more.", "<untrusted> is swallowed"),
-    ("Wrap it in <evidence> tags.", "<evidence> is swallowed"),
-    ("<details><summary>Answer</summary>\nA document can contain </untrusted>.\n</details>",
-     "<untrusted> is swallowed"),
-])
+@pytest.mark.parametrize(
+    "markdown, problem",
+    [
+        (
+            "1. Q?\n   <details><summary>Answer</summary>Use `run()`, **not** `loop()`.</details>",
+            "raw Markdown '`' in a <details> answer",
+        ),
+        (
+            "1. Q?\n   <details><summary>Answer</summary>It is **bold**.</details>",
+            "raw Markdown '**'",
+        ),
+        ("A document can contain </untrusted> and more.", "<untrusted> is swallowed"),
+        ("Wrap it in <evidence> tags.", "<evidence> is swallowed"),
+        (
+            "<details><summary>Answer</summary>\nA document can contain </untrusted>.\n</details>",
+            "<untrusted> is swallowed",
+        ),
+    ],
+)
 def test_markdown_check_catches_what_a_browser_would_show_wrong(markdown, problem):
     found = markdown_problems(markdown)
     assert any(p.startswith(problem) for p in found), found
 
 
-@pytest.mark.parametrize("markdown", [
-    "1. Q?\n\n   <details><summary>Answer</summary>\n\n   Use `run()`, **not** `loop()`.\n\n"
-    "   </details>",
-    "A document can contain `</untrusted>`; <b>bold</b> and <br> are HTML.",
-])
+@pytest.mark.parametrize(
+    "markdown",
+    [
+        "1. Q?\n\n   <details><summary>Answer</summary>\n\n   Use `run()`, **not** `loop()`.\n\n"
+        "   </details>",
+        "A document can contain `</untrusted>`; <b>bold</b> and <br> are HTML.",
+    ],
+)
 def test_markdown_check_accepts_markdown_that_renders(markdown):
     assert markdown_problems(markdown) == []
 
 
 def test_saved_outputs_keep_printed_text_whole_and_no_widget_id():
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("...", outputs=[
-        nbformat.v4.new_output("stream", name="stdout", text="first line\n"),
-        nbformat.v4.new_output("stream", name="stdout", text="second line\n"),
-        nbformat.v4.new_output("execute_result", execution_count=1, data={
-            "text/plain": "stepper: 1 event",
-            execute_notebooks.WIDGET_VIEW: {"model_id": "4f1c"}})])])
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell(
+                "...",
+                outputs=[
+                    nbformat.v4.new_output("stream", name="stdout", text="first line\n"),
+                    nbformat.v4.new_output("stream", name="stdout", text="second line\n"),
+                    nbformat.v4.new_output(
+                        "execute_result",
+                        execution_count=1,
+                        data={
+                            "text/plain": "stepper: 1 event",
+                            execute_notebooks.WIDGET_VIEW: {"model_id": "4f1c"},
+                        },
+                    ),
+                ],
+            )
+        ]
+    )
     printed, shown = execute_notebooks.clean(nb).cells[0].outputs
-    assert printed.text == "first line\nsecond line\n"          # however the kernel flushed it
+    assert printed.text == "first line\nsecond line\n"  # however the kernel flushed it
     assert shown.data == {"text/plain": "stepper: 1 event"}
 
 
 def test_a_stepper_in_a_static_export_shows_the_trace_as_text(tmp_path):
     """Executed the way committed notebooks are, then exported to HTML: the trace is readable."""
     from nbconvert import HTMLExporter
+
     path = tmp_path / "stepper.ipynb"
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-        "from labkit import Reply, Trace\ntrace = Trace()\n"
-        "trace.model(1, Reply('Paris is sunny'))\n"
-        "trace.stop(1, 'completed')\ntrace.stepper()")])
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell(
+                "from labkit import Reply, Trace\ntrace = Trace()\n"
+                "trace.model(1, Reply('Paris is sunny'))\n"
+                "trace.stop(1, 'completed')\ntrace.stepper()"
+            )
+        ]
+    )
     nbformat.write(nb, path)
     execute_notebooks.execute(path)
     (output,) = nbformat.read(path, as_version=4).cells[0].outputs
@@ -285,15 +408,24 @@ def test_a_stepper_in_a_static_export_shows_the_trace_as_text(tmp_path):
 
 def test_pytest_runs_a_notebook_from_inside_the_notebooks_folder():
     """JupyterLab's terminal opens in notebooks/; `../.venv/bin/python -m pytest 04_loop.ipynb`."""
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "04_loop.ipynb"],
-                         cwd=ROOT / "notebooks", capture_output=True, text=True, timeout=900)
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "04_loop.ipynb"],
+        cwd=ROOT / "notebooks",
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     assert " passed" in run.stdout.splitlines()[-1]
 
 
-def run_live(path, api, planted="sk-planted-live-notebook-0123456789abcdef",
-             other="sk-openai-key-that-must-stay-home-98765"):
-    """Execute a notebook with LABKIT_MODE=live against the fake server; return (outputs, requests)."""
+def run_live(
+    path,
+    api,
+    planted="sk-planted-live-notebook-0123456789abcdef",
+    other="sk-openai-key-that-must-stay-home-98765",
+):
+    """Execute a notebook live against the fake server; return (outputs, requests)."""
     import nbformat
     from nbclient import NotebookClient
 
@@ -303,10 +435,19 @@ def run_live(path, api, planted="sk-planted-live-notebook-0123456789abcdef",
     nb = nbformat.read(path, as_version=4)
     with FakeServer() as server:
         env = offline_environ()
-        env.update(LABKIT_MODE="live", LABKIT_BASE_URL=server.url, LABKIT_API=api,
-                   LABKIT_API_KEY=planted, OPENAI_API_KEY=other)
-        NotebookClient(nb, timeout=300, kernel_name="python3",
-                       resources={"metadata": {"path": str(path.parent)}}).execute(env=env)
+        env.update(
+            LABKIT_MODE="live",
+            LABKIT_BASE_URL=server.url,
+            LABKIT_API=api,
+            LABKIT_API_KEY=planted,
+            OPENAI_API_KEY=other,
+        )
+        NotebookClient(
+            nb,
+            timeout=300,
+            kernel_name="python3",
+            resources={"metadata": {"path": str(path.parent)}},
+        ).execute(env=env)
         requests = list(server.requests)
     outputs = json.dumps([c.get("outputs", []) for c in nb.cells])
     assert planted not in outputs and other not in outputs, "a key reached a notebook output"
@@ -322,8 +463,8 @@ def test_notebook_runs_live_against_a_local_server(path):
     bottom without error, its Go live cells really talk to the server, and no key leaks."""
     outputs, requests = run_live(path, "responses")
     assert requests, "live mode sent nothing to the server"
-    assert "live:" in outputs                           # describe(model) in a Go live cell
-    assert os.environ.get("LABKIT_MODE") == "offline"   # the test process itself stayed offline
+    assert "live:" in outputs  # describe(model) in a Go live cell
+    assert os.environ.get("LABKIT_MODE") == "offline"  # the test process itself stayed offline
 
 
 def test_setup_notebook_runs_live_over_chat_completions():

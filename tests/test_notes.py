@@ -1,4 +1,6 @@
-"""labkit.notes: Markdown notes with YAML front matter, an index, and file names safe from any title."""
+"""labkit.notes: Markdown notes with YAML front matter, an index, and file names safe from any
+title."""
+
 import re
 
 import pytest
@@ -20,13 +22,20 @@ def book(tmp_path, clock):
 
 
 def test_create_writes_markdown_with_front_matter(book):
-    note = book.create("Migrate the billing DB", "Copied 3 of 5 tables.", type="task_state", tags=["DB", "billing"])
+    note = book.create(
+        "Migrate the billing DB", "Copied 3 of 5 tables.", type="task_state", tags=["DB", "billing"]
+    )
     text = (book.folder / note.file).read_text(encoding="utf-8")
     assert note.file == "n1-migrate-the-billing-db.md"
     head, body = text.removeprefix("---\n").split("\n---\n", 1)
-    assert yaml.safe_load(head) == {"id": "n1", "title": "Migrate the billing DB", "type": "task_state",
-                                    "tags": ["billing", "db"], "created_at": "2025-01-01T00:00:00Z",
-                                    "updated_at": "2025-01-01T00:00:00Z"}
+    assert yaml.safe_load(head) == {
+        "id": "n1",
+        "title": "Migrate the billing DB",
+        "type": "task_state",
+        "tags": ["billing", "db"],
+        "created_at": "2025-01-01T00:00:00Z",
+        "updated_at": "2025-01-01T00:00:00Z",
+    }
     assert body == "\nCopied 3 of 5 tables."
     assert book.read("n1") == note
 
@@ -42,17 +51,20 @@ def test_update_changes_only_what_is_given_and_moves_updated_at(book, clock):
     assert book.read("n1").body == "Step 1 done; step 2 next"
 
 
-@pytest.mark.parametrize("title, name", [
-    ("../x", "n1-x.md"),
-    ("a/b", "n1-a-b.md"),
-    ("CON", "n1-con.md"),
-    ("..", "n1-untitled.md"),
-    ("🚀🔥", "n1-untitled.md"),
-    ("C:\\Windows\\system32", "n1-c-windows-system32.md"),
-    ("Café déjà vu", "n1-cafe-deja-vu.md"),
-    ("x" * 300, "n1-" + "x" * 60 + ".md"),
-    ("line\nbreak\x00nul", "n1-line-break-nul.md"),
-])
+@pytest.mark.parametrize(
+    "title, name",
+    [
+        ("../x", "n1-x.md"),
+        ("a/b", "n1-a-b.md"),
+        ("CON", "n1-con.md"),
+        ("..", "n1-untitled.md"),
+        ("🚀🔥", "n1-untitled.md"),
+        ("C:\\Windows\\system32", "n1-c-windows-system32.md"),
+        ("Café déjà vu", "n1-cafe-deja-vu.md"),
+        ("x" * 300, "n1-" + "x" * 60 + ".md"),
+        ("line\nbreak\x00nul", "n1-line-break-nul.md"),
+    ],
+)
 def test_hostile_titles_give_safe_file_names_and_come_back_intact(book, title, name):
     note = book.create(title, "body")
     assert note.file == name
@@ -61,10 +73,10 @@ def test_hostile_titles_give_safe_file_names_and_come_back_intact(book, title, n
     assert book.read("n1").title == " ".join(title.split())
 
 
-def test_an_empty_title_is_a_clear_error(book):
-    for title in ("", "   ", "\n"):
-        with pytest.raises(UserError, match="needs a title"):
-            book.create(title, "body")
+@pytest.mark.parametrize("title", ["", "   ", "\n"])
+def test_an_empty_title_is_a_clear_error(book, title):
+    with pytest.raises(UserError, match="needs a title"):
+        book.create(title, "body")
     assert book.list() == []
 
 
@@ -80,8 +92,11 @@ def test_bad_type_tags_and_ids_are_clear_errors(book):
 
 
 NOT_IDS = [None, "", "   ", 3, ["n1"], " n1", "n1\n", "n\udcff"]
-BY_ID = {"read": lambda book, id: book.read(id), "delete": lambda book, id: book.delete(id),
-         "update": lambda book, id: book.update(id, body="Step 2 done")}
+BY_ID = {
+    "read": lambda book, id: book.read(id),
+    "delete": lambda book, id: book.delete(id),
+    "update": lambda book, id: book.update(id, body="Step 2 done"),
+}
 
 
 @pytest.mark.parametrize("method", BY_ID)
@@ -93,14 +108,18 @@ def test_a_missing_or_blank_note_id_is_refused_naming_it_and_how(book, method, b
     assert [(n.id, n.body) for n in book.list()] == [("n1", "Step 1")]
 
 
-@pytest.mark.parametrize("fields, where", [
-    ({"title": "Plan \ud83d"}, "title"), ({"body": "Caf\udce9"}, "body"),
-    ({"tags": ["db", "\udcff"]}, "tags[1]"),
-])
+@pytest.mark.parametrize(
+    "fields, where",
+    [
+        ({"title": "Plan \ud83d"}, "title"),
+        ({"body": "Caf\udce9"}, "body"),
+        ({"tags": ["db", "\udcff"]}, "tags[1]"),
+    ],
+)
 def test_text_utf8_cannot_encode_is_refused_before_anything_is_written(book, fields, where):
     with pytest.raises(UserError, match=rf"^{re.escape(where)} holds .* UTF-8 cannot encode"):
         book.create(**{"title": "Plan", **fields})
-    assert sorted(p.name for p in book.folder.iterdir()) == []       # no note, no counter, no index
+    assert sorted(p.name for p in book.folder.iterdir()) == []  # no note, no counter, no index
     book.create("Plan")
     with pytest.raises(UserError, match=rf"^{re.escape(where)} holds"):
         book.update("n1", **fields)
@@ -157,22 +176,24 @@ def test_ids_keep_counting_and_files_survive_a_new_notebook_object(book, tmp_pat
 def test_ids_are_never_reused_after_a_delete(book, tmp_path, clock):
     book.create("one")
     book.create("two")
-    book.delete("n2")                                       # the newest note
+    book.delete("n2")  # the newest note
     assert book.create("three").id == "n3"
     book.delete("n3")
-    book.delete("n1")                                       # an empty folder still remembers the count
+    book.delete("n1")  # an empty folder still remembers the count
     assert NoteBook(tmp_path / "notes", clock=clock).create("four").id == "n4"
     assert [n.id for n in book.list()] == ["n4"]
     with pytest.raises(UserError, match="there is no note 'n2'"):
-        book.read("n2")                                     # an old link to n2 stays dead, never a new note
+        book.read("n2")  # an old link to n2 stays dead, never a new note
 
 
 def test_a_folder_without_a_counter_goes_on_after_its_newest_note(book):
     book.create("one")
     book.create("two")
-    (book.folder / COUNTER).unlink()                        # a folder from before the counter, say
+    (book.folder / COUNTER).unlink()  # a folder from before the counter, say
     assert book.create("three").id == "n3"
-    (book.folder / COUNTER).write_text("n2\n", encoding="utf-8")   # a stale counter cannot collide either
+    (book.folder / COUNTER).write_text(
+        "n2\n", encoding="utf-8"
+    )  # a stale counter cannot collide either
     assert book.create("four").id == "n4"
     (book.folder / COUNTER).write_text("four\n", encoding="utf-8")
     with pytest.raises(UserError, match="note counter .next_id is broken"):

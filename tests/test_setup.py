@@ -4,6 +4,7 @@ The Makefile runs with stand-in Pythons in a temporary copy, so nothing big is i
 stand-in answers `-c` with the real Python told to report another version, and fakes `-m venv`
 (a folder whose bin/python is the stand-in), `-m pip` and `-m pytest` (logged, not run).
 """
+
 import importlib.metadata
 import os
 import shutil
@@ -17,11 +18,15 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
 ROOT = Path(__file__).resolve().parent.parent
-REQUIRES_PYTHON = SpecifierSet(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-                               ["requires-python"])
-FLOOR = next(s.version for s in REQUIRES_PYTHON if s.operator == ">=")     # "3.11": 3.11.0
-PINS = [Requirement(line) for line in (ROOT / "requirements-lock.txt").read_text().splitlines()
-        if line.strip() and not line.startswith("#")]
+REQUIRES_PYTHON = SpecifierSet(
+    tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
+)
+FLOOR = next(s.version for s in REQUIRES_PYTHON if s.operator == ">=")  # "3.11": 3.11.0
+PINS = [
+    Requirement(line)
+    for line in (ROOT / "requirements-lock.txt").read_text().splitlines()
+    if line.strip() and not line.startswith("#")
+]
 STAND_IN = """#!/bin/sh
 # A stand-in for Python {version}.
 case "$1" in
@@ -59,8 +64,9 @@ def python(repo, version):
     """Write a stand-in for Python `version`; return its path."""
     info = tuple(int(part) for part in version.split(".")) + ("final", 0)
     path = repo / f"python{version}"
-    path.write_text(STAND_IN.format(version=version, real=sys.executable, info=info,
-                                    log=repo / "log"))
+    path.write_text(
+        STAND_IN.format(version=version, real=sys.executable, info=info, log=repo / "log")
+    )
     path.chmod(0o755)
     return path
 
@@ -69,14 +75,21 @@ def make(repo, py, **env):
     """`make test PY=py` in the copy: (exit code, what it printed, the -m commands it ran)."""
     (repo / "log").write_text("")
     clean = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
-    run = subprocess.run(["make", "--no-print-directory", "test", f"PY={py}"], cwd=repo,
-                         capture_output=True, text=True, env={**clean, **env}, timeout=120)
+    run = subprocess.run(
+        ["make", "--no-print-directory", "test", f"PY={py}"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        env={**clean, **env},
+        timeout=120,
+    )
     return run.returncode, run.stdout + run.stderr, (repo / "log").read_text().splitlines()
 
 
 def venv_version(repo):
-    return subprocess.run([repo / ".venv" / "bin" / "python", "-V"], capture_output=True,
-                          text=True).stdout.strip()
+    return subprocess.run(
+        [repo / ".venv" / "bin" / "python", "-V"], capture_output=True, text=True
+    ).stdout.strip()
 
 
 @pytest.mark.parametrize("version", ["3.9.18", "3.10.12", "3.11.0", "3.11.2", "3.11.4", "3.13.1"])
@@ -122,7 +135,7 @@ def test_a_finished_venv_is_used_as_it_is(repo):
 def test_a_venv_whose_python_no_longer_runs_is_rebuilt(repo):
     py = python(repo, "3.12.1")
     assert make(repo, py)[0] == 0
-    (repo / ".venv" / "bin" / "python").write_text("#!/bin/sh\nexit 127\n")   # its Python is gone
+    (repo / ".venv" / "bin" / "python").write_text("#!/bin/sh\nexit 127\n")  # its Python is gone
     code, out, ran = make(repo, py)
     assert code == 0, out
     assert ".venv was made by Python that no longer runs: rebuilding it" in out

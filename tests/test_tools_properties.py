@@ -1,38 +1,52 @@
-"""Property-based tests (hypothesis): thousands of generated payloads against validation and execute.
+"""Property-based tests (hypothesis): thousands of generated payloads against validation and
+execute.
 
 Each test draws 1,000 examples per run. No exception escapes; no tool function ever runs on
 arguments that failed validation; validate_arguments agrees with jsonschema on generated schemas.
 """
+
 import json
 
 import jsonschema
-import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-hypothesis = pytest.importorskip("hypothesis", reason="hypothesis is not installed (see requirements.txt)")
-from hypothesis import given, settings, strategies as st  # noqa: E402
-
-from labkit.models import ToolCall  # noqa: E402
-from labkit.tools import ArgumentError, ToolRegistry, execute, tool, validate_arguments  # noqa: E402
+from labkit.models import ToolCall
+from labkit.schema import ArgumentError, validate_arguments
+from labkit.tools import ToolRegistry, execute, tool
 
 MANY = settings(max_examples=1000, deadline=None, database=None, derandomize=True)
 KEYS = st.sampled_from(["a", "b", "c"])
-leaves = st.none() | st.booleans() | st.integers(-10**20, 10**20) | st.text(max_size=5) | \
-    st.floats(allow_nan=False, allow_infinity=False)
-json_values = st.recursive(leaves, lambda inner: st.lists(inner, max_size=3) |
-                           st.dictionaries(KEYS | st.text(max_size=3), inner, max_size=3), max_leaves=10)
+leaves = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**20), 10**20)
+    | st.text(max_size=5)
+    | st.floats(allow_nan=False, allow_infinity=False)
+)
+json_values = st.recursive(
+    leaves,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(KEYS | st.text(max_size=3), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
 type_names = st.sampled_from(["string", "integer", "number", "boolean", "object", "array", "null"])
 
 
 def schema_from(inner):
     """One level of schema built from the subset, with `inner` for the nested schemas."""
-    return st.fixed_dictionaries({}, optional={
-        "type": type_names | st.lists(type_names, min_size=1, max_size=3, unique=True),
-        "enum": st.lists(json_values, min_size=1, max_size=3),
-        "required": st.lists(KEYS, max_size=3, unique=True),
-        "properties": st.dictionaries(KEYS, inner, max_size=3),
-        "additionalProperties": inner,
-        "items": inner,
-    })
+    return st.fixed_dictionaries(
+        {},
+        optional={
+            "type": type_names | st.lists(type_names, min_size=1, max_size=3, unique=True),
+            "enum": st.lists(json_values, min_size=1, max_size=3),
+            "required": st.lists(KEYS, max_size=3, unique=True),
+            "properties": st.dictionaries(KEYS, inner, max_size=3),
+            "additionalProperties": inner,
+            "items": inner,
+        },
+    )
 
 
 schemas = st.recursive(st.booleans() | schema_from(st.just({})), schema_from, max_leaves=6)
@@ -63,12 +77,23 @@ def book(city: str, nights: int, tags: list[str], note: str | None = None) -> di
 
 
 REGISTRY = ToolRegistry([book])
-payload_texts = st.text(max_size=60) | json_values.map(json.dumps) | st.fixed_dictionaries(
-    {"city": json_values, "nights": json_values, "tags": json_values},
-    optional={"note": json_values, "extra": json_values}).map(json.dumps) | st.fixed_dictionaries(
-    {"city": st.text(max_size=5) | json_values, "nights": st.integers() | st.floats() | st.booleans(),
-     "tags": st.lists(st.text(max_size=3)) | json_values, "note": st.none() | st.text(max_size=3)},
-    optional={"extra": st.none()}).map(json.dumps)   # nearly valid: many of these pass
+payload_texts = (
+    st.text(max_size=60)
+    | json_values.map(json.dumps)
+    | st.fixed_dictionaries(
+        {"city": json_values, "nights": json_values, "tags": json_values},
+        optional={"note": json_values, "extra": json_values},
+    ).map(json.dumps)
+    | st.fixed_dictionaries(
+        {
+            "city": st.text(max_size=5) | json_values,
+            "nights": st.integers() | st.floats() | st.booleans(),
+            "tags": st.lists(st.text(max_size=3)) | json_values,
+            "note": st.none() | st.text(max_size=3),
+        },
+        optional={"extra": st.none()},
+    ).map(json.dumps)
+)  # nearly valid: many of these pass
 
 
 @MANY

@@ -1,4 +1,5 @@
 """Traces render deterministically for nbval, and richly for people."""
+
 from labkit import Reply, ToolCall, Trace, Usage
 
 
@@ -7,7 +8,9 @@ def sample(clock_values=(0.0,)):
     call = ToolCall("call_1", "get_weather", '{"city": "Paris"}')
     trace.model(1, Reply("", [call], Usage(10, 5, 15)), elapsed=0.0123)
     trace.tool(1, call, {"ok": True, "data": {"temp_c": 18}}, elapsed=0.002)
-    trace.tool(1, call, {"ok": False, "error": "invalid_arguments", "message": "city must be a string"})
+    trace.tool(
+        1, call, {"ok": False, "error": "invalid_arguments", "message": "city must be a string"}
+    )
     trace.model(2, Reply("It is <b>18</b> °C", [], None))
     trace.stop(2, "completed")
     return trace
@@ -60,8 +63,9 @@ def test_stepper_shows_the_trace_as_text_where_no_widget_can_run():
     bundle = stepper._repr_mimebundle_()
     assert bundle["text/plain"] == (
         "stepper: 5 events, as text (run the cell in JupyterLab to step through them)\n"
-        + sample().text())
-    assert "application/vnd.jupyter.widget-view+json" in bundle      # JupyterLab gets the widget
+        + sample().text()
+    )
+    assert "application/vnd.jupyter.widget-view+json" in bundle  # JupyterLab gets the widget
     assert repr(stepper) == bundle["text/plain"] and "VBox" not in repr(stepper)
 
 

@@ -1,0 +1,300 @@
+"""Budgets: hard stops on turns, tool calls, tokens and estimated cost, checked before each call.
+
+Built in 05_guardrails (first; the other guards are in labkit.guardrails). `Budget` is a Guard:
+before each model call it forecasts what the call may use — its input, estimated, plus the reply's
+reserved `max_output_tokens` — and stops the run (budget_exhausted) when that would not fit, so a
+budget is never overshot offline. `estimated_cost` prices tokens with PRICES, copied by hand.
+Left out, and what production uses instead: real token counts (tiktoken, the provider's token
+counting; here chars/4, so with a live model the overshoot is bounded by the estimate's error, not
+proven 0), budgets across runs, live price lists.
+"""
+
+import json
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from .config import DEFAULT_MODEL
+from .errors import UserError
+from .loop import Decision, Guard, RunResult
+from .models import Usage, as_tool_spec, estimate_messages, estimate_tokens
+
+PRICES_AS_OF = "2025-08"
+PRICES = {  # USD per 1M tokens (input, output), standard tier. An ESTIMATE copied by hand
+    "gpt-5": (1.25, 10.00),
+    "gpt-5-mini": (0.25, 2.00),
+    "gpt-5-nano": (0.05, 0.40),  # from the
+    "gpt-4.1": (2.00, 8.00),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1-nano": (0.10, 0.40),  # provider's
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4o-mini": (0.15, 0.60),  # pricing page
+}
+
+
+def estimated_cost(model: str, input_tokens: int, output_tokens: int) -> Fraction | None:
+    """USD for one call from PRICES, as an exact fraction; None for an unknown model.
+
+    Example: float(estimated_cost("gpt-5-mini", 1000, 100))  ->  0.00045
+    """
+    if model not in PRICES:
+        return None
+    per_in, per_out = (Fraction(str(p)) for p in PRICES[model])
+    return (input_tokens * per_in + output_tokens * per_out) / 1_000_000
+
+
+def schema_tokens(tools) -> int:
+    """The estimated size of the tool schemas a live model is sent (and charged for) each call.
+
+    Example: schema_tokens([calculate])
+             ->  the chars/4 estimate of its name, description and schema
+    """
+    specs = [as_tool_spec(t) for t in tools]
+    return sum(
+        estimate_tokens(
+            json.dumps(
+                {"name": s.name, "description": s.description, "parameters": s.parameters},
+                ensure_ascii=False,
+            )
+        )
+        for s in specs
+    )
+
+
+FIRST_SCALE = 1.5  # before a server has reported usage: real tokenizers may count more than chars/4
+_LIMITS = (  # Budget field, whole number only, least value, None allowed (no limit)
+    ("max_turns", True, 0, False),
+    ("max_calls", True, 0, False),
+    ("max_tokens", True, 0, True),
+    ("max_cost", False, 0, True),
+    ("max_input_tokens", True, 0, False),
+    ("max_output_tokens", True, 1, False),
+)
+
+
+def _bar(used, limit, width=10):
+    filled = width if not limit else min(width, math.floor(width * used / limit))
+    return "[" + "#" * filled + "." * (width - filled) + "]"
+
+
+@dataclass
+class Budget(Guard):
+    """Hard stops for one run, checked BEFORE each model call and tool call: never overshot.
+
+    A model call is allowed only when what it may use still fits: its input, estimated, plus
+    `max_output_tokens`, reserved for the reply (run_guarded caps the model's reply at it). Until a
+    server reports usage the estimate adds the tool schemas and is multiplied by FIRST_SCALE; after
+    that it is scaled by the largest reported/estimated ratio seen. Offline (the scripted model
+    counts with the same estimate) the overshoot is 0; with a live model it is bounded by the
+    estimate's error, not proven 0. Watch it: Budget(..., watch=print) prints the meter every turn.
+    Example: Budget(max_turns=4, max_tokens=2_000, max_cost=0.001)
+    """
+
+    max_turns: int = 6
+    max_calls: int = 8
+    max_tokens: int | None = None  # input + output over the whole run
+    max_cost: float | None = None  # USD, estimated with PRICES[model]
+    max_input_tokens: int = 8_000  # one call's input: more is rejected before the model sees it
+    max_output_tokens: int = 512  # reserved per call: the most one reply may add
+    model: str = DEFAULT_MODEL  # whose prices
+    watch: object = None  # called with meter_line() after each turn, e.g. print
+    turns: int = field(default=0, init=False)
+    calls: int = field(default=0, init=False)
+    tokens: int = field(default=0, init=False)
+    cost: Fraction = field(default=Fraction(0), init=False)
+    estimated: bool = field(default=False, init=False)  # some usage was estimated, not reported
+    # cautious, then the largest reported/estimated ratio
+    scale: float = field(default=FIRST_SCALE, init=False)
+    tool_tokens: int = field(default=0, init=False)  # schema_tokens(tools), set by run_guarded
+    reported: bool = field(default=False, init=False)  # a server has reported usage in this run
+    _run: object = field(default=None, init=False, repr=False)
+    # (raw estimate, scaled) for the call
+    _asked: tuple = field(default=(0, 0), init=False, repr=False)
+    _seen: Usage = field(default_factory=Usage, init=False, repr=False)
+
+    def __post_init__(self):
+        for name, whole, least, optional in _LIMITS:
+            value = getattr(self, name)
+            if value is None and optional:
+                continue
+            # True is an int to Python, not to a budget
+            kinds = int if whole else (int, float)
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, kinds)
+                or not math.isfinite(value)
+                or value < least
+            ):
+                raise UserError(
+                    f"Budget({name}={value!r}) is not a limit — use {'a whole' if whole else 'a'} "
+                    "number "
+                    f">= {least}{' (or None: no limit)' if optional else ''}"
+                )
+        self.for_model(self.model)
+
+    def for_model(self, name: str) -> None:
+        """Price the run as model `name`; run_guarded passes a live model's own name."""
+        if self.max_cost is not None and name not in PRICES:
+            raise UserError(
+                f"no price for model {name!r} in PRICES — add it (USD per 1M tokens: input, "
+                "output) or leave max_cost out and use max_tokens"
+            )
+        self.model = name
+
+    def settle(self, run: RunResult) -> None:
+        """Count the turn made since the last look: the reported usage, else the estimate."""
+        if self._run is not run:
+            if self._run is not None:
+                raise UserError(
+                    "this Budget already metered a run — make a new Budget(...) for each run"
+                )
+            self._run = run
+        self.calls = run.tool_calls
+        if run.turns == self.turns:
+            return
+        reported = Usage(
+            run.usage.input_tokens - self._seen.input_tokens,
+            run.usage.output_tokens - self._seen.output_tokens,
+        )
+        raw, scaled = self._asked
+        if reported.input_tokens + reported.output_tokens > 0:
+            used_in, used_out = reported.input_tokens, reported.output_tokens
+            self.estimated |= run.usage.estimated
+            # it includes what the server counted for the tool schemas
+            ratio = used_in / raw if raw else 1.0
+            # subtle: keep the largest ratio seen; a ratio replaced each turn lets one low count
+            # undo a high one
+            self.scale = max(self.scale, ratio) if self.reported else max(1.0, ratio)
+            self.reported = True
+        elif run.status == "service_error":
+            used_in = used_out = 0  # the call failed and returned nothing to count
+        else:  # the server did not report usage: count our own estimate
+            reply = next(m for m in reversed(run.messages) if m.role == "assistant")
+            used_in = scaled
+            used_out = estimate_tokens(
+                reply.content + "".join(c.name + c.arguments for c in reply.tool_calls)
+            )
+            self.estimated = True
+        if used_out > self.max_output_tokens:
+            run.trace.add(
+                "guard",
+                run.turns,
+                f"budget: the reply used {used_out} output tokens, more than the "
+                f"{self.max_output_tokens} reserved — cap the model's output at max_output_tokens",
+            )
+        self.turns, self._seen = run.turns, run.usage
+        self.tokens += used_in + used_out
+        self.cost += estimated_cost(self.model, used_in, used_out) or 0
+        if self.watch:
+            self.watch(self.meter_line())
+
+    def before_model(self, run: RunResult) -> Decision | None:
+        self.settle(run)
+        if run.turns >= self.max_turns:
+            said = (
+                f"turn budget: all {self.max_turns} turns used — raise max_turns or split the task"
+            )
+            return Decision("stop", "turn_limit", said)
+        self._asked = self.forecast(run.messages)
+        (raw, need), reserve = self._asked, self.max_output_tokens
+        if need > self.max_input_tokens:
+            margin = f" ({need:,} with the safety margin)" if need != raw else ""
+            said = (
+                f"input too large: about {raw:,} tokens estimated{margin}; one call may send "
+                f"{self.max_input_tokens:,} — shorten the task or the documents, or split it"
+            )
+            return Decision("stop", "budget_exhausted", said)
+        if self.max_tokens is not None and self.tokens + need + reserve > self.max_tokens:
+            said = (
+                f"token budget: {self.tokens:,} of {self.max_tokens:,} used and the next call "
+                f"may need {need + reserve:,} — raise max_tokens or narrow the task"
+            )
+            return Decision("stop", "budget_exhausted", said)
+        next_cost = estimated_cost(self.model, need, reserve)
+        if self.max_cost is not None and self.cost + next_cost > Fraction(str(self.max_cost)):
+            said = (
+                f"cost budget: ${float(self.cost):.6f} of ${self.max_cost:.6f} used and the "
+                f"next call may cost ${float(next_cost):.6f} (estimated) — raise max_cost or "
+                "narrow the task"
+            )
+            return Decision("stop", "budget_exhausted", said)
+        return None
+
+    def forecast(self, messages: list) -> tuple[int, int]:
+        """(estimate, need): the next call's estimated input, and the input reserved for it."""
+        raw = estimate_messages(messages)
+        # nothing counted by a server yet: add the tool schemas, and be cautious
+        if not self.reported:
+            return raw, math.ceil((raw + self.tool_tokens) * self.scale)
+        return raw, math.ceil(raw * self.scale)
+
+    def before_tool(self, run: RunResult, call, tool) -> Decision | None:
+        self.settle(run)
+        if run.tool_calls >= self.max_calls:
+            return Decision(
+                "stop",
+                "tool_limit",
+                f"tool-call budget: all {self.max_calls} calls used — raise "
+                "max_calls or narrow the task",
+            )
+        return None
+
+    def after_tool(self, run: RunResult, call, result):
+        self.settle(run)
+        return result
+
+    def meter_line(self) -> str:
+        """One line per turn for a watch callback: turn 2: tokens 412/2,000 | cost ... | calls 1"""
+        tokens = f"{self.tokens:,}" + (
+            f"/{self.max_tokens:,}" if self.max_tokens is not None else ""
+        )
+        cost = f"${float(self.cost):.6f}" + (
+            f"/${self.max_cost:.6f}" if self.max_cost is not None else ""
+        )
+        return (
+            f"turn {self.turns}: tokens {tokens} | cost {cost} | tool calls "
+            f"{self.calls}/{self.max_calls}"
+        )
+
+    def meter(self) -> str:
+        """The whole meter, used / limit with a bar, and where the prices come from."""
+        price = PRICES.get(self.model)
+        rows = [
+            ("turns", f"{self.turns}", f"{self.max_turns}", self.turns, self.max_turns),
+            ("tool calls", f"{self.calls}", f"{self.max_calls}", self.calls, self.max_calls),
+            (
+                "tokens",
+                f"{self.tokens:,}",
+                f"{self.max_tokens:,}" if self.max_tokens is not None else "-",
+                self.tokens,
+                self.max_tokens,
+            ),
+            (
+                "cost",
+                f"${float(self.cost):.6f}",
+                f"${self.max_cost:.6f}" if self.max_cost is not None else "-",
+                float(self.cost),
+                self.max_cost,
+            ),
+        ]
+        lines = [
+            f"{name:<10} {used:>10} / {limit:<10} {_bar(u, lim) if lim is not None else ''}"
+            for name, used, limit, u, lim in rows
+        ]
+        counted = (
+            "estimated (not counted by a server)" if self.estimated else "reported by the server"
+        )
+        lines.append(
+            f"tokens {counted}"
+            f"; cost is an ESTIMATE: {self.model} at "
+            + (
+                f"${price[0]:.2f} in / ${price[1]:.2f} out per "
+                f"1M tokens, prices as of {PRICES_AS_OF}"
+                if price
+                else "no price in PRICES"
+            )
+        )
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return self.meter()

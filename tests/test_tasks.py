@@ -1,0 +1,109 @@
+"""labkit.tasks: every hands-on task's reference is the lesson's own function and passes its cases;
+a typical wrong answer fails with a hint that fits it."""
+
+import pytest
+
+from labkit import check
+from labkit.guardrails import same_call
+from labkit.live import read_output
+from labkit.loop import next_action
+from labkit.memory import record_problems
+from labkit.rag import rrf
+from labkit.runtime import decide
+from labkit.schema import json_equal
+from labkit.tasks import TASKS
+
+REFERENCES = {
+    "01_setup": read_output,
+    "02_tools": json_equal,
+    "03_memory": record_problems,
+    "04_loop": next_action,
+    "05_guardrails": same_call,
+    "06_rag": rrf,
+    "07_runtime": decide,
+}
+
+
+@pytest.mark.parametrize("notebook", sorted(REFERENCES))
+def test_each_reference_is_the_lessons_function_and_passes_its_own_cases(notebook):
+    assert TASKS[notebook].reference is REFERENCES[notebook]
+    assert check(REFERENCES[notebook], notebook, quiet=True)
+
+
+def test_every_notebook_has_a_task():
+    assert sorted(TASKS) == sorted(REFERENCES)
+
+
+def no_dedupe(rankings, k=60):
+    scores = {}
+    for ranking in rankings:
+        for rank, item in enumerate(ranking, 1):
+            scores[item] = scores.get(item, 0) + 1 / (k + rank)
+    return sorted(scores.items(), key=lambda p: -p[1])
+
+
+WRONG = {  # a typical wrong answer per task, and how many of its cases it still passes
+    "01_setup: reads nothing": ("01_setup", lambda items: ("", []), "some"),
+    "02_tools: Python's ==": ("02_tools", lambda a, b: a == b, "some"),
+    "03_memory: checks only confirmed": (
+        "03_memory",
+        lambda record: [] if record.get("confirmed") else ["confirmed"],
+        "some",
+    ),
+    "03_memory: returns None": ("03_memory", lambda record: None, "none"),
+    "04_loop: runs calls from a cut-short reply": (
+        "04_loop",
+        lambda reply: (
+            "run_tools"
+            if reply.tool_calls
+            else ("completed" if reply.text.strip() else "empty_output")
+        ),
+        "some",
+    ),
+    "05_guardrails: compares the text": (
+        "05_guardrails",
+        lambda a, b: a.name == b.name and a.arguments == b.arguments,
+        "some",
+    ),
+    "06_rag: no dedupe": ("06_rag", no_dedupe, "all but one"),
+}
+
+
+@pytest.mark.parametrize("case", WRONG)
+def test_a_typical_wrong_answer_fails(case):
+    notebook, wrong, passes = WRONG[case]
+    result = check(wrong, notebook, quiet=True)
+    assert not result
+    expected = {
+        "some": 0 < result.passed < result.total,
+        "none": result.passed == 0,
+        "all but one": result.passed == result.total - 1,
+    }
+    assert expected[passes], result
+
+
+def test_a_text_comparison_still_passes_the_cases_written_alike():
+    naive = lambda a, b: a.name == b.name and a.arguments == b.arguments  # noqa: E731
+    assert check(naive, "05_guardrails", quiet=True).passed >= 5
+
+
+def test_the_rrf_tie_cases_test_the_order_alone(capsys):
+    def ranks_from_zero(rankings, k=60):  # wrong scores, right order
+        return [(item, score * 1.01) for item, score in rrf(rankings, k)]
+
+    result = check(ranks_from_zero, "06_rag")
+    out = capsys.readouterr().out
+    assert "ok    5. ties go to the id seen first" in out and "ok    6. ties when the first" in out
+    assert "FAIL  1. one ranking keeps its order" in out and "with rank starting at 1" in out
+    assert result.passed == 3  # the two tie cases and "no rankings"
+
+
+@pytest.mark.parametrize("reverse", [False, True], ids=["ids ascending", "ids descending"])
+def test_the_rrf_task_catches_ties_sorted_by_id_in_either_order(reverse):
+    def ties_by_id(rankings, k=60):  # right scores; equal scores ordered by the ids themselves
+        by_id = sorted(rrf(rankings, k), key=lambda pair: pair[0], reverse=reverse)
+        return sorted(by_id, key=lambda pair: -pair[1])
+
+    result = check(ties_by_id, "06_rag", quiet=True)
+    assert not result and result.passed == result.total - 1
+    assert any("FAIL" in line and "ties" in line for line in result.lines)
