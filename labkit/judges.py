@@ -3,7 +3,7 @@
 Built in 10_evals. `grade` asks a model to grade one answer against a reference with RUBRIC and
 reads its "VERDICT: PASS|FAIL"; `prefer` asks which of two answers is better (PAIR_RUBRIC), with
 the answers shown in a given order. The judge is any labkit model: offline a ScriptedModel whose
-verdicts are written down, live a real one. `agreement` is Cohen's kappa against human labels;
+verdicts are written down, live a real one. Agreement with people is labkit.stats.cohen_kappa;
 `position_bias` and `verbosity_bias` read the preferences of pairs asked in both orders.
 Left out, and what production uses: judge ensembles and calibration, fine-tuned judges
 (Prometheus), the graders of eval frameworks (OpenAI Evals, Inspect).
@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 from .errors import ServiceError, explain
 from .models import user
-from .stats import cohen_kappa
 
 RUBRIC = """You grade an answer to a question against a reference answer.
 PASS when the answer states the same fact as the reference: the same number (a unit or thousands
@@ -27,12 +26,11 @@ PAIR_RUBRIC = """Two answers to one question follow, with the reference answer. 
 question better, judged against the reference? Correctness first; never prefer an answer for being
 longer, or for coming first. Write one line of reasoning, then CHOICE: 1, CHOICE: 2 or
 CHOICE: tie."""
-LABELS = ("pass", "fail", "none")  # none: the judge gave no verdict that could be read
 
 
 @dataclass(frozen=True)
 class Verdict:
-    label: str  # one of LABELS
+    label: str  # "pass", "fail", or "none": no verdict that could be read
     text: str  # what the judge said
 
 
@@ -66,14 +64,6 @@ def grade(model, item: dict, rubric: str = RUBRIC) -> Verdict:
     except ServiceError as exc:  # a judge that failed gave no verdict; the run goes on
         return Verdict("none", explain(exc))
     return Verdict(parse_verdict(text), text)
-
-
-def agreement(judged: list, human: list) -> float:
-    """Cohen's kappa between a judge's labels and human labels (a "none" counts as disagreeing).
-
-    Example: agreement(["pass", "fail", "pass"], ["pass", "fail", "fail"])  ->  0.4
-    """
-    return cohen_kappa(judged, human)
 
 
 # ---------------------------------------------------------------- pairs, in both orders

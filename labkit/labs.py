@@ -570,6 +570,13 @@ def load_suite(path=AGENT_SUITE) -> Suite:
             f"cannot read the suite {str(path)!r} ({type(exc).__name__}) — give a suite file, "
             "or a name in data/evals such as agent_suite"
         ) from None
+    missing = [
+        k
+        for k in ("name", "about", "current", "max_turns", "versions", "tasks")
+        if not isinstance(data, dict) or k not in data
+    ]
+    if missing:
+        raise UserError(f"{path.name} is not a suite: it has no {', '.join(missing)}")
     tools = scenario_tools()
     tasks = []
     for t in data["tasks"]:

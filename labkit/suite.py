@@ -48,7 +48,7 @@ class Version:
 @dataclass(frozen=True)
 class Outcome:
     id: str
-    success: bool  # completed, and the answer passed
+    success: bool  # the run completed and its answer passed
     status: str  # the run's stop reason
     turns: int
     tool_calls: int
@@ -67,8 +67,8 @@ def run_task(
     max_turns: int = 6,
     clock=time.perf_counter,
 ) -> Outcome:
-    """Run one task through the 05 guarded loop and score it: success is a completed run whose
-    answer passes score_answer (with `sources` when the task must cite).
+    """Run one task through the 05 guarded loop and score it: success is an answer that passes
+    score_answer (with `sources` when the task must cite); a run stopped by a limit has none.
 
     Example: run_task(task, ScriptedModel(task.scripts["v1"]), v1).success  ->  True
     """
@@ -79,7 +79,7 @@ def run_task(
     score = score_answer(result.answer, task.answer, sources if task.cite else None)
     return Outcome(
         task.id,
-        result.status == "completed" and score.passed,
+        score.passed,  # a run that did not complete has no answer (loop.run), so it fails
         result.status,
         result.turns,
         result.tool_calls,
