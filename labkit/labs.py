@@ -648,6 +648,7 @@ def plot_cost(reports):
         x, y = (s["cost"] or 0) * 1000, s["successes"] / s["cases"]
         ax.scatter([x], [y], s=60, color="#7a9cc6", edgecolor="black")
         ax.annotate(r.version, (x, y), textcoords="offset points", xytext=(8, 4))
+    ax.margins(x=0.15)  # room for the labels of the outermost points
     ax.set(ylim=(0, 1.05), xlabel="estimated cost of the suite (USD per 1,000 runs)")
     ax.set(ylabel="task success (share of tasks)")
     ax.set_title("Cost against success (estimated prices, scripted token counts)")
