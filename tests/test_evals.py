@@ -1,6 +1,8 @@
 """labkit.evals: tool calls matched the BFCL way (rule by rule, and the frozen set), final answers
 scored the GAIA way, with 06's citation checks."""
 
+from pathlib import Path
+
 import pytest
 
 from labkit import ToolCall, UserError
@@ -335,3 +337,18 @@ def test_an_unsupported_citation_is_counted_by_06s_report():
     score = score_answer("FINAL ANSWER: sunglasses and boots [handbook-travel.md]", "x", TRAVEL)
     assert (score.citations.citations, score.citations.unsupported) == (1, 1)
     assert score_answer("FINAL ANSWER: 57.2", "57.2").citations is None  # no sources: no checks
+
+
+def test_the_benchmark_times_matchers_whose_verdicts_it_reports(monkeypatch):
+    """bench_evals compares ast_match with two shortcuts: both ast_match inputs give every written
+    verdict, and each shortcut gets some wrong (the benchmark prints how many)."""
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent))
+    from benchmarks import bench_evals
+
+    cases = load_tool_cases()
+    right = {
+        name: sum(fn(c) == (c["expect"] == "ok") for c in cases)
+        for name, fn in bench_evals.methods(cases).items()
+    }
+    assert right["ast_match (BFCL form)"] == right["ast_match (ToolCalls)"] == len(cases)
+    assert right["jsonschema types only"] < len(cases) and right["exact JSON text"] < len(cases)
