@@ -1,8 +1,9 @@
-"""Command lines: `python -m labkit memory set|list|delete|export`.
+"""Command lines: `python -m labkit memory set|list|delete|export`, `python -m labkit evals run`.
 
 Outside the lessons. The memory command line lets a person see, change, delete and export what the
-agent remembers (03_memory); `python -m labkit.memory ...` runs the same one. Every problem is one
-line on stderr and exit code 2, never a traceback.
+agent remembers (03_memory); `python -m labkit.memory ...` runs the same one. The evals command
+line runs a task suite and gates it against a stored baseline (10_evals; also `python -m
+labkit.evals run ...`). Every problem is one line on stderr and exit code 2, never a traceback.
 """
 
 import argparse
@@ -124,7 +125,70 @@ def memory_main(argv=None, clock=time.time, prog="python -m labkit memory"):
     return 0
 
 
-COMMANDS = {"memory": memory_main}
+def evals_parser(prog="python -m labkit evals"):
+    """The parser of the evals command line. Example: evals_parser().parse_args(["run", "x"])"""
+    parser = _Parser(
+        prog=prog,
+        description="Run a task suite with one agent version; with --baseline, exit 1 when its "
+        "success is significantly below the stored baseline's (the regression gate for CI).",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="run a suite, print its table, gate it")
+    run.add_argument("suite", help="a suite file, or a name in data/evals, e.g. agent_suite")
+    run.add_argument("--version", help="the agent version to run (default: the suite's current)")
+    run.add_argument("--baseline", help="a stored baseline: exit 1 on a significant drop below it")
+    run.add_argument("--save", help="store this run as a baseline in this file")
+    run.add_argument(
+        "--alpha", type=float, default=0.05, help="significance (default: %(default)s)"
+    )
+    return parser
+
+
+def evals_main(argv=None, prog="python -m labkit evals"):
+    """The regression gate: 0 when the run passes, 1 on a significant drop, 2 for any problem.
+
+    Example: python -m labkit evals run agent_suite --baseline data/evals/agent_suite.baseline.json
+    Offline each version's scripts run; with LABKIT_MODE=live a real model runs every task.
+    """
+    from .config import load_settings
+    from .labs import load_suite  # the suite harness loads only for this command
+    from .live import connect, describe
+    from .suite import gate, load_baseline, save_baseline, summary_table
+
+    args = evals_parser(prog).parse_args(argv)
+    try:
+        if not 0 < args.alpha < 1:
+            raise UserError(f"--alpha {args.alpha} is not a significance level — use e.g. 0.05")
+        suite = load_suite(args.suite)
+        version = suite.version(args.version)
+        baseline = load_baseline(args.baseline) if args.baseline else None  # fail before running
+        live = load_settings().mode != "offline"
+        how = (
+            describe(connect())
+            if live
+            else f"offline: each task replays version {version.name}'s script (LABKIT_MODE=live "
+            "runs a real model)"
+        )
+        print(f"suite {suite.name}, version {version.name} — {how}")
+        report = suite.run(version.name, (lambda task: connect()) if live else None)
+        print(summary_table([report]))
+        if args.save:
+            save_baseline(report, args.save)
+            print(f"saved as the baseline: {args.save}")
+        if baseline is None:
+            return 0
+        result = gate(report, baseline, args.alpha)
+        print(result)
+        return 0 if result.passed else 1
+    except LabkitError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # e.g. --save into a folder that does not exist
+        print(f"error: {exc.strerror}: {exc.filename} — check the path", file=sys.stderr)
+        return 2
+
+
+COMMANDS = {"memory": memory_main, "evals": evals_main}
 
 
 def main(argv=None):
@@ -133,7 +197,11 @@ def main(argv=None):
     Example: main(["memory", "list"])  ->  0
     """
     parser = _Parser(prog="python -m labkit", description="labkit's command lines.")
-    parser.add_argument("command", choices=COMMANDS, help="memory: what the agent remembers")
+    parser.add_argument(
+        "command",
+        choices=COMMANDS,
+        help="memory: what the agent remembers; evals: run a task suite, gate it on a baseline",
+    )
     parser.add_argument("arguments", nargs=argparse.REMAINDER, help="the command's arguments")
     args = parser.parse_args(argv)
     return COMMANDS[args.command](args.arguments, prog=f"python -m labkit {args.command}")

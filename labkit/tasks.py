@@ -5,6 +5,7 @@ reference is the lesson module's own function, and the tests prove it passes its
 """
 
 from .check import Case, Task
+from .evals import normalize_answer
 from .guardrails import same_call
 from .live import read_output
 from .loop import next_action
@@ -535,6 +536,55 @@ def runtime_task():
     )
 
 
+def evals_task():
+    """The 10_evals task. Example: check(my_function, "10_evals")"""
+    return Task(
+        "GAIA's string normaliser, as labkit scores answers: normalize(text) -> str",
+        [
+            Case("lower case", ("Paris",), "paris", "lower the case: 'Paris' becomes 'paris'"),
+            Case(
+                "white space goes",
+                ("New  York\tCity",),
+                "newyorkcity",
+                "remove every white-space character (spaces, tabs, newlines), not only spaces",
+            ),
+            Case(
+                "punctuation goes",
+                ("St. Louis, MO!",),
+                "stlouismo",
+                "remove every character in string.punctuation",
+            ),
+            Case(
+                "articles go",
+                ("The Eiffel Tower",),
+                "eiffeltower",
+                "drop the words a, an and the (any case) before removing white space",
+            ),
+            Case(
+                "only whole words are articles",
+                ("Anne of Green Gables",),
+                "anneofgreengables",
+                "an article is a whole word: match a, an, the between word boundaries (\\b)",
+            ),
+            Case(
+                "an article inside a word stays",
+                ("theatre",),
+                "theatre",
+                "'the' inside 'theatre' is no article: use word boundaries",
+            ),
+            Case(
+                "an answer that is only an article",
+                ("A",),
+                "a",
+                "when dropping articles would leave nothing, keep the text as it was ('A' is "
+                "an answer to 'which option?')",
+            ),
+            Case("empty stays empty", ("",), "", "an empty answer normalises to ''"),
+        ],
+        reference=normalize_answer,
+    )
+
+
 TASKS = {
     "01_setup": setup_task(),
     "02_tools": tools_task(),
@@ -543,4 +593,5 @@ TASKS = {
     "05_guardrails": guardrails_task(),
     "06_rag": rag_task(),
     "07_runtime": runtime_task(),
+    "10_evals": evals_task(),
 }

@@ -1,18 +1,29 @@
 """labkit.labs: the frozen loop scenarios and their table, the labelled attack set, the query
 set."""
 
+import io
+import json
+
+import jsonschema
 import numpy as np
 import pytest
 
 from labkit.labs import (
+    bfcl_tool,
     evaluate_retrieval,
     evaluate_scenarios,
     load_injections,
     load_queries,
     load_scenarios,
+    load_suite,
+    load_tool_cases,
+    model_calls,
+    plot_cost,
+    plot_success,
     rank_metrics,
     run_scenario,
     script_step,
+    tool_call_table,
 )
 from labkit.live import ResponsesModel
 from labkit.loop import STOP_REASONS
@@ -154,3 +165,65 @@ def test_evaluation_figures_for_bm25_dense_and_hybrid(library):
     assert all(0 <= r[key] <= 1 for r in results.values() for key in ("recall@5", "mrr", "ndcg@10"))
     assert results["bm25"]["refusal_accuracy"] == 0.95  # only the near-domain price question slips
     assert results["hybrid"]["ndcg@10"] >= results["dense"]["ndcg@10"]
+
+
+# ---------------------------------------------------------------- 10_evals: the tool-call set,
+# live calls, plots
+
+TOOL_CASES = load_tool_cases()
+
+
+@pytest.mark.parametrize("case", TOOL_CASES[:1] + TOOL_CASES[15:17], ids=lambda c: c["id"])
+def test_a_bfcl_function_doc_becomes_a_json_schema_an_api_accepts(case):
+    for doc in case["functions"]:
+        spec = bfcl_tool(doc)
+        jsonschema.Draft202012Validator.check_schema(spec.parameters)  # the reference
+        assert spec.parameters["type"] == "object" and spec.strict is False
+        types = json.dumps(spec.parameters)
+        assert '"dict"' not in types and '"float"' not in types
+
+
+def test_the_tool_call_table_counts_by_category():
+    report = tool_call_table(TOOL_CASES)
+    lines = repr(report).splitlines()
+    assert [line.split()[0] for line in lines] == [
+        "category",
+        "simple",
+        "multiple",
+        "parallel",
+        "irrelevance",
+        "all",
+    ]
+    assert report.accuracy() == sum(c["expect"] == "ok" for c in TOOL_CASES) / len(TOOL_CASES)
+
+
+def test_a_live_model_is_asked_each_question_with_its_functions_as_tools():
+    """Through the real SDK against the fake server, which calls the first tool it is offered
+    with arguments filled from the schema: its calls are matched like anyone's."""
+    from fake_server import FakeServer
+
+    with FakeServer() as server:
+        model = ResponsesModel("gpt-test", api_key="sk-test-" + "0" * 24, base_url=server.url)
+        report = tool_call_table(TOOL_CASES[:3], model_calls(model))
+        sent = [r["body"] for r in server.requests]
+    assert [b["input"][-1]["content"] for b in sent] == [c["question"] for c in TOOL_CASES[:3]]
+    assert sent[0]["tools"][0]["name"] == "calculate_triangle_area"
+    assert [m.kind for _, m in report.rows] == ["value_error"] * 3  # it sends base=2, height=2
+
+
+@pytest.mark.parametrize("plot", [plot_success, plot_cost])
+def test_plots_have_a_title_and_labelled_axes_and_the_same_bytes_every_time(plot):
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display in tests
+    suite = load_suite()
+    reports = [suite.run(v) for v in ("v1", "v2")]
+    fig = plot(reports)
+    (ax,) = fig.axes
+    assert ax.get_title() and ax.get_xlabel() and ax.get_ylabel()
+    images = []
+    for _ in range(2):
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png")
+        images.append(buffer.getvalue())
+    assert images[0] == images[1] and b"tIME" not in images[0]  # PNG's time chunk: absent

@@ -1,9 +1,13 @@
 """labkit.tasks: every hands-on task's reference is the lesson's own function and passes its cases;
 a typical wrong answer fails with a hint that fits it."""
 
+import re
+import string
+
 import pytest
 
 from labkit import check
+from labkit.evals import normalize_answer
 from labkit.guardrails import same_call
 from labkit.live import read_output
 from labkit.loop import next_action
@@ -13,6 +17,7 @@ from labkit.runtime import decide
 from labkit.schema import json_equal
 from labkit.tasks import TASKS
 
+PUNCTUATION = str.maketrans("", "", string.punctuation)
 REFERENCES = {
     "01_setup": read_output,
     "02_tools": json_equal,
@@ -21,6 +26,7 @@ REFERENCES = {
     "05_guardrails": same_call,
     "06_rag": rrf,
     "07_runtime": decide,
+    "10_evals": normalize_answer,
 }
 
 
@@ -66,6 +72,16 @@ WRONG = {  # a typical wrong answer per task, and how many of its cases it still
         "some",
     ),
     "06_rag: no dedupe": ("06_rag", no_dedupe, "all but one"),
+    "10_evals: articles dropped inside words": (
+        "10_evals",
+        lambda text: re.sub(r"\s|a|an|the", "", text.lower()).translate(PUNCTUATION),
+        "some",
+    ),
+    "10_evals: spaces only, articles kept": (
+        "10_evals",
+        lambda text: text.replace(" ", "").lower().translate(PUNCTUATION),
+        "some",
+    ),
 }
 
 

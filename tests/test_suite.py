@@ -1,0 +1,239 @@
+"""labkit.suite: the frozen task suite run per agent version, its trajectory table, baselines, and
+the regression gate (in process, and as `python -m labkit[.]evals run` in a subprocess)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from labkit import ScriptedModel, UserError, call, say
+from labkit.config import EVALS_DIR
+from labkit.labs import load_suite
+from labkit.suite import (
+    EvalTask,
+    Version,
+    gate,
+    load_baseline,
+    run_suite,
+    run_task,
+    save_baseline,
+    summary_table,
+)
+from labkit.toolbox import calculate, get_weather
+
+ROOT = Path(__file__).resolve().parent.parent
+SUITE = load_suite()
+REPORTS = {name: SUITE.run(name) for name in SUITE.versions}
+PLAIN = Version("plain", "Use a tool when it helps. End with FINAL ANSWER: and the answer.")
+
+
+def task(script, answer="57.2", **kw):
+    steps = {"plain": script}
+    return EvalTask(
+        "t", "Paris in Fahrenheit?", [get_weather, calculate], answer, scripts=steps, **kw
+    )
+
+
+# ---------------------------------------------------------------- one task
+
+
+def test_success_is_a_completed_run_whose_final_answer_matches():
+    script = [call("get_weather", city="Paris"), call("calculate", expression="14 * 9 / 5 + 32")]
+    unit = task(script + [say("FINAL ANSWER: 57.2 (teaching data)")])
+    outcome = run_task(unit, ScriptedModel(unit.scripts["plain"]), PLAIN)
+    assert outcome.success is False and outcome.final == "57.2 (teaching data)"  # not a number
+    good = run_suite([task(script + [say("It is 57.2 °F.\nFINAL ANSWER: 57.2")])], PLAIN)
+    (o,) = good.outcomes
+    assert (o.success, o.status, o.turns, o.tool_calls, o.tool_failures) == (
+        True,
+        "completed",
+        3,
+        2,
+        0,
+    )
+    assert o.tokens > 0 and o.cost > 0 and o.seconds >= 0
+
+
+def test_a_right_answer_after_a_limit_is_no_success():
+    script = [call("get_weather", city="Paris")] * 2 + [say("FINAL ANSWER: 57.2")]
+    (o,) = run_suite([task(script)], PLAIN).outcomes  # the same call twice: 05's guard stops it
+    assert (o.success, o.status) == (False, "repeated_action")
+    cities = [call("get_weather", city=c) for c in ("Paris", "Tokyo", "Cairo")]
+    (o,) = run_suite([task(cities + script[-1:])], PLAIN, max_turns=2).outcomes
+    assert (o.success, o.status) == (False, "turn_limit")
+
+
+def test_a_task_that_must_cite_fails_without_a_citation():
+    sources = {"handbook-units.md": "Kelvin = Celsius + 273.15."}
+    answers = {"FINAL ANSWER: 273.15 [handbook-units.md]": True, "FINAL ANSWER: 273.15": False}
+    for text, success in answers.items():
+        cited = task([say(text)], "273.15", cite=True)
+        assert run_suite([cited], PLAIN, sources=sources).outcomes[0].success is success, text
+
+
+def test_a_version_without_a_script_is_named():
+    with pytest.raises(UserError, match="no script for version 'v9'"):
+        run_suite(SUITE.tasks, Version("v9", "..."))
+
+
+def test_model_for_replaces_the_scripts_for_every_task():
+    seen = []
+
+    def model_for(t):
+        seen.append(t.id)
+        return ScriptedModel([say("FINAL ANSWER: no idea")])
+
+    report = SUITE.run("v1", model_for)
+    assert seen == [t.id for t in SUITE.tasks] and not any(report.successes())
+
+
+# ---------------------------------------------------------------- the frozen suite
+
+
+def test_the_suite_tells_the_story_the_notebook_tells():
+    """v1 is the baseline; v2 fixes formats and citations (and breaks one answer); v3 guesses."""
+    success = {name: r.summary()["successes"] for name, r in REPORTS.items()}
+    assert success == {"v1": 18, "v2": 21, "v3": 8} and len(SUITE.tasks) == 24
+    failed = {name: [o.id for o in r.outcomes if not o.success] for name, r in REPORTS.items()}
+    assert failed["v1"] == ["t02", "t08", "t12", "t16", "t20", "t24"]
+    assert failed["v2"] == ["t12", "t20", "t22"]
+    assert REPORTS["v3"].summary()["stops"] == {
+        "completed": 21,
+        "empty_output": 1,
+        "repeated_action": 1,
+        "turn_limit": 1,
+    }
+    tokens = {name: r.summary()["tokens"] for name, r in REPORTS.items()}
+    assert tokens["v3"] < tokens["v1"] < tokens["v2"]  # guessing is cheap
+
+
+def test_each_version_has_a_script_for_every_task():
+    for t in SUITE.tasks:
+        assert set(t.scripts) == set(SUITE.versions), t.id
+
+
+def test_the_report_is_one_table_row_per_task_and_latency_last():
+    lines = repr(REPORTS["v1"]).splitlines()
+    assert len(lines) == 1 + 24 + 1
+    assert all(line.endswith(" ms") for line in lines[1:])  # what tests/sanitize.cfg replaces
+    table = summary_table(list(REPORTS.values())).splitlines()
+    assert [line.split()[0] for line in table] == ["version", "v1", "v2", "v3"]
+    assert "18/24 ( 75%)" in table[1]
+
+
+@pytest.mark.parametrize(
+    "path, problem",
+    [
+        ("no-such-suite", "cannot read the suite 'no-such-suite'"),
+        ("agent_suite.baseline", "agent_suite.baseline.json is not a suite: it has no name"),
+    ],
+)
+def test_load_suite_names_a_bad_file(path, problem):
+    with pytest.raises(UserError, match=problem):
+        load_suite(path)
+
+
+# ---------------------------------------------------------------- baselines and the gate
+
+
+def test_a_baseline_round_trips(tmp_path):
+    save_baseline(REPORTS["v1"], tmp_path / "base.json")
+    baseline = load_baseline(tmp_path / "base.json")
+    assert (
+        baseline["version"] == "v1"
+        and list(baseline["cases"].values()) == REPORTS["v1"].successes()
+    )
+
+
+def test_the_stored_baseline_is_v1():
+    stored = load_baseline(EVALS_DIR / "agent_suite.baseline.json")
+    assert stored["cases"] == {o.id: o.success for o in REPORTS["v1"].outcomes}
+
+
+@pytest.mark.parametrize(
+    "version, passed, regressed",
+    [
+        ("v2", True, ["t22"]),  # one case worse, four better: not significant
+        ("v1", True, []),
+        (
+            "v3",
+            False,
+            ["t01", "t04", "t05", "t06", "t07", "t10", "t11", "t13", "t19", "t21", "t23"],
+        ),
+    ],
+)
+def test_the_gate_fails_only_a_significant_drop(version, passed, regressed, tmp_path):
+    save_baseline(REPORTS["v1"], tmp_path / "base.json")
+    result = gate(REPORTS[version], load_baseline(tmp_path / "base.json"))
+    assert (result.passed, result.regressed) == (passed, regressed)
+    assert result.message.splitlines()[-1].startswith("PASS" if passed else "FAIL")
+
+
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("not json", "cannot be read"),
+        ('{"cases": {"t01": "yes"}}', "is not a baseline"),
+        ('{"version": "v1", "cases": {"t01": true}}', None),
+    ],
+)
+def test_a_bad_baseline_is_refused_in_one_line(text, problem, tmp_path):
+    path = tmp_path / "base.json"
+    path.write_text(text)
+    if problem:
+        with pytest.raises(UserError, match=problem):
+            load_baseline(path)
+        return
+    with pytest.raises(UserError, match="only in this run: \\['t02'"):
+        gate(REPORTS["v1"], load_baseline(path))  # other cases than the suite's
+    with pytest.raises(UserError, match="no baseline file"):
+        load_baseline(tmp_path / "missing.json")
+
+
+ENTRY_POINTS = {
+    "python -m labkit evals": ["-m", "labkit", "evals"],
+    "python -m labkit.evals": ["-m", "labkit.evals"],
+}
+
+
+def gate_cli(*args, entry="python -m labkit.evals"):
+    done = subprocess.run(
+        [sys.executable, *ENTRY_POINTS[entry], "run", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
+@pytest.mark.parametrize("entry", ENTRY_POINTS)
+def test_the_gate_command_line_both_ways(entry, tmp_path):
+    """What CI runs: the current version passes against the stored baseline (exit 0); the
+    regressed one fails (exit 1) and says why."""
+    baseline = str(EVALS_DIR / "agent_suite.baseline.json")
+    code, out, err = gate_cli("agent_suite", "--baseline", baseline, entry=entry)
+    assert (code, err) == (0, "") and out.splitlines()[-1].startswith("PASS"), out
+    assert "version v2" in out.splitlines()[0]  # the suite's current version by default
+    code, out, err = gate_cli("agent_suite", "--version", "v3", "--baseline", baseline, entry=entry)
+    assert (code, err) == (1, "")
+    assert "FAIL: success dropped significantly below the baseline (p = 0.006 < 0.05)" in out
+    assert "got worse: t01, t04" in out
+
+
+def test_the_gate_command_line_records_a_baseline_and_refuses_bad_input(tmp_path):
+    code, out, _ = gate_cli("agent_suite", "--version", "v3", "--save", str(tmp_path / "b.json"))
+    assert code == 0 and json.loads((tmp_path / "b.json").read_text())["version"] == "v3"
+    code, out, _ = gate_cli("agent_suite", "--baseline", str(tmp_path / "b.json"))
+    assert code == 0 and "success rose significantly" in out  # v2 against a v3 baseline
+    for args, problem in [
+        (["agent_suite", "--baseline", str(tmp_path / "none.json")], "no baseline file"),
+        (["agent_suite", "--version", "v9"], "has no version 'v9'"),
+        (["agent_suite", "--alpha", "5"], "not a significance level"),
+        (["agent_suite", "--save", str(tmp_path / "no" / "b.json")], "check the path"),
+    ]:
+        code, out, err = gate_cli(*args)
+        assert code == 2 and err.startswith("error: ") and problem in err, (args, err)
+        assert "Traceback" not in err
