@@ -242,16 +242,15 @@ class Budget(Guard):
             return raw, math.ceil((raw + self.tool_tokens) * self.scale)
         return raw, math.ceil(raw * self.scale)
 
-    def charge(self, usage: Usage, model: str | None = None) -> None:
-        """Count tokens used for this run outside its own model calls (a sub-agent's run).
+    def charge(self, spent: "Budget") -> None:
+        """Count what another budget metered for this run (a sub-agent's) against these limits.
 
-        Example: parent_budget.charge(sub_run.usage)
+        Example: parent_budget.charge(sub_budget)
         """
-        used_in, used_out = usage.input_tokens, usage.output_tokens
-        self.tokens += used_in + used_out
-        self.delegated += used_in + used_out
-        self.cost += estimated_cost(model or self.model, used_in, used_out) or 0
-        self.source = least_trusted(self.source, usage.source)
+        self.tokens += spent.tokens
+        self.delegated += spent.tokens
+        self.cost += spent.cost
+        self.source = least_trusted(self.source, spent.source)
 
     def before_tool(self, run: RunResult, call, tool) -> Decision | None:
         self.settle(run)
