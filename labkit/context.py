@@ -92,44 +92,13 @@ def _runs(rows):
     out = []
     for r in rows:
         b, status = r.block, r.status + (f" ({r.reason})" if r.reason else "")
-        last = out[-1] if out else None
-        if b.section == "history" and last and last[0] == "history" and last[4] == status:
-            first = last[1].split()[-1].split("-")[0]
-            out[-1] = (
-                "history",
-                f"turns {first}-{b.id.split()[-1]}",
-                last[2] + b.tokens,
-                "",
-                status,
-            )
-            continue
-        out.append((b.section, b.id, b.tokens, f"{b.score:.2f}", status))
+        if b.section == "history" and out and out[-1][0] == "history" and out[-1][4] == status:
+            _, name, tokens, _, _ = out.pop()
+            name = f"turns {name.split()[-1].split('-')[0]}-{b.id.split()[-1]}"
+            out.append(("history", name, tokens + b.tokens, "", status))
+        else:
+            out.append((b.section, b.id, b.tokens, f"{b.score:.2f}", status))
     return out
-
-
-def plot_sections(reports: dict, title: str = "Tokens per section of the context"):
-    """A stacked bar chart: one bar per report (labelled by its key), one colour per section.
-
-    Example: plot_sections({"budget 600": small.report, "budget 1,500": large.report})
-    """
-    import logging
-
-    # a first import builds matplotlib's font cache and logs that it does: not the learner's news
-    logging.getLogger("matplotlib.font_manager").setLevel(logging.ERROR)
-    import matplotlib.pyplot as plt
-
-    figure, axes = plt.subplots(figsize=(7, 3.6))
-    labels, bottom = list(reports), [0] * len(reports)
-    for section in ORDER:
-        heights = [r.sections.get(section, 0) for r in reports.values()]
-        if any(heights):
-            axes.bar(labels, heights, bottom=bottom, label=section)
-            bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
-    axes.plot(labels, [r.budget for r in reports.values()], "k_", markersize=40, label="budget")
-    axes.set(title=title, xlabel="context built", ylabel="tokens (as the model counts them)")
-    axes.legend(loc="upper left", fontsize="small", frameon=False)
-    plt.close(figure)  # shown once, where it is returned, never again by the inline backend
-    return figure
 
 
 @dataclass

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from .config import DEFAULT_MODEL, DOCS_DIR, EVALS_DIR
-from .context import compact, gather, structure
+from .context import ORDER, compact, gather, structure
 from .errors import ToolError, UserError
 from .guardrails import run_guarded
 from .injection import detect_injection, json_strings
@@ -473,6 +473,31 @@ def probes_kept(messages, probes) -> list[str]:
     """
     text = "\n".join(m.content for m in messages).casefold()
     return [p["id"] for p in probes if any(a.casefold() in text for a in p["answers"])]
+
+
+def plot_sections(reports: dict, title: str = "Tokens per section of the context"):
+    """A stacked bar chart: one bar per report (labelled by its key), one colour per section.
+
+    Example: plot_sections({"budget 600": small.report, "budget 1,500": large.report})
+    """
+    import logging
+
+    # a first import builds matplotlib's font cache and logs that it does: not the learner's news
+    logging.getLogger("matplotlib.font_manager").setLevel(logging.ERROR)
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(7, 3.6))
+    labels, bottom = list(reports), [0] * len(reports)
+    for section in ORDER:  # the reading order of the context
+        heights = [r.sections.get(section, 0) for r in reports.values()]
+        if any(heights):
+            axes.bar(labels, heights, bottom=bottom, label=section)
+            bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
+    axes.plot(labels, [r.budget for r in reports.values()], "k_", markersize=40, label="budget")
+    axes.set(title=title, xlabel="context built", ylabel="tokens (as the model counts them)")
+    axes.legend(loc="upper left", fontsize="small", frameon=False)
+    plt.close(figure)  # shown once, where it is returned, never again by the inline backend
+    return figure
 
 
 def compaction_table(conversation, summarize, notes=(), threshold=1_000, model=DEFAULT_MODEL):
