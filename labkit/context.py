@@ -139,6 +139,15 @@ def split_turns(messages) -> list[list]:
     return turns
 
 
+def truncate(messages, keep_last: int) -> list:
+    """The last `keep_last` turns of a history, each whole: the truncating compactor.
+
+    Example: truncate([user("a"), call_message, output, say_message], 2)  ->  the last three
+    """
+    turns = split_turns(messages)
+    return [m for t in turns[max(len(turns) - keep_last, 0) :] for m in t]
+
+
 def transcript(messages) -> str:
     """The messages as plain lines, for scoring and for a summariser to read."""
     lines = []
@@ -351,8 +360,11 @@ def build(
         task, rules, memory=memory, evidence=evidence, notes=notes, history=history, model=model
     )
     kept, dropped = select(blocks, budget, keep_last, min_relevance, model)
-    if summarize and any(b.section == "history" for b, _ in dropped):  # leave the summary room
-        kept, dropped = select(blocks, budget - summary_tokens, keep_last, min_relevance, model)
+    pinned = [b for b in blocks if b.section in PINNED]
+    room = budget - summary_tokens  # left for the rest once the summary has its share
+    if summarize and any(b.section == "history" for b, _ in dropped):
+        if room >= sum(b.tokens for b in pinned) + _layout(pinned, model):
+            kept, dropped = select(blocks, room, keep_last, min_relevance, model)
     why = {id(b): reason for b, reason in dropped}  # block -> why it is not sent as it is
     gone = [b for b, _ in dropped if b.section == "history"]
     summary = None
@@ -367,9 +379,7 @@ def build(
         else:
             why[id(summary)] = "no room"
     messages = structure(kept)
-    while (
-        count(messages, model) > budget
-    ):  # the count as sent, not the reckoning, has the last word
+    while count(messages, model) > budget:  # the count as sent, not the reckoning, decides
         removable = [b for b in kept if b.section not in PINNED]
         if not removable:
             raise UserError(f"the rules and the task alone exceed budget={budget} — raise it")
@@ -435,9 +445,8 @@ def compact(
     before = count(flat, model)
     if before <= threshold or len(turns) <= keep_last:
         return Compaction(flat, None, 0, len(turns), before, before, [])
-    older, recent = turns[: len(turns) - keep_last], turns[len(turns) - keep_last :]
-    old = [m for t in older for m in t]
-    messages = [m for t in recent for m in t]
+    older = turns[: len(turns) - keep_last]
+    old, messages = [m for t in older for m in t], truncate(flat, keep_last)
     summary = None
     if summarize is not None:
         summary = summarize(old)
@@ -445,5 +454,5 @@ def compact(
     after = transcript(messages) + "\n" + "\n".join(keep)
     lost = lost_facts(transcript(old), after)
     return Compaction(
-        messages, summary, len(older), len(recent), before, count(messages, model), lost
+        messages, summary, len(older), keep_last, before, count(messages, model), lost
     )

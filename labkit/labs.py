@@ -486,7 +486,7 @@ def plot_sections(reports: dict, title: str = "Tokens per section of the context
     logging.getLogger("matplotlib.font_manager").setLevel(logging.ERROR)
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(figsize=(7, 3.6))
+    figure, axes = plt.subplots(figsize=(7.5, 3.6), layout="constrained")
     labels, bottom = list(reports), [0] * len(reports)
     for section in ORDER:  # the reading order of the context
         heights = [r.sections.get(section, 0) for r in reports.values()]
@@ -495,7 +495,9 @@ def plot_sections(reports: dict, title: str = "Tokens per section of the context
             bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
     axes.plot(labels, [r.budget for r in reports.values()], "k_", markersize=40, label="budget")
     axes.set(title=title, xlabel="context built", ylabel="tokens (as the model counts them)")
-    axes.legend(loc="upper left", fontsize="small", frameon=False)
+    axes.legend(
+        loc="upper left", bbox_to_anchor=(1, 1), fontsize="small", frameon=False, markerscale=0.4
+    )
     plt.close(figure)  # shown once, where it is returned, never again by the inline backend
     return figure
 
