@@ -76,9 +76,9 @@ class Report:
 
     def table(self) -> str:
         """One line per block (consecutive turns alike in status share one): tokens, score, why."""
-        lines = [f"{'section':<9} {'id':<16} {'tokens':>6} {'score':>5}  status"]
+        lines = [f"{'section':<9} {'id':<21} {'tokens':>6} {'score':>5}  status"]
         for section, name, tokens, score, status in _runs(self.rows):
-            lines.append(f"{section:<9} {name:<16} {tokens:>6} {score:>5}  {status}")
+            lines.append(f"{section:<9} {name:<21} {tokens:>6} {score:>5}  {status}")
         per = ", ".join(f"{s} {n}" for s, n in self.sections.items())
         lines.append(f"sent: {self.total} of {self.budget} tokens ({per}; the rest is layout)")
         return "\n".join(lines)
