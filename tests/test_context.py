@@ -283,3 +283,20 @@ def test_the_chart_has_a_title_and_labelled_axes(conversation):
     axes = labs.plot_sections(reports).axes[0]
     assert axes.get_title() and axes.get_xlabel() and axes.get_ylabel()
     assert [t.get_text() for t in axes.get_xticklabels()] == ["400", "900"]
+
+
+@pytest.mark.parametrize(
+    "keep_last, expected", [(0, []), (1, [[4]]), (2, [[2, 3], [4]]), (9, [[1], [2, 3], [4]])]
+)
+def test_truncate_keeps_the_last_turns_whole(keep_last, expected):
+    a = ToolCall("call_1", "lookup", "{}")
+    history = [
+        user("go"),
+        Message("assistant", "", [a]),
+        tool_message(a, "1"),
+        Message("assistant", "ok"),
+    ]
+    kept = context.truncate(history, keep_last)
+    check_pairing(kept)
+    positions = [[history.index(m) + 1 for m in t] for t in context.split_turns(kept)]
+    assert positions == expected
