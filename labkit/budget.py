@@ -211,9 +211,9 @@ class Budget(Guard):
         self._asked = self.forecast(run.messages)
         (raw, need), reserve = self._asked, self.max_output_tokens
         if need > self.max_input_tokens:
-            margin = f" ({need:,} with the safety margin)" if need != raw else ""
+            margin = f"; {need:,} with the safety margin" if need != raw else ""
             said = (
-                f"input too large: {raw:,} tokens ({count_source(self.model)}){margin}; one call "
+                f"input too large: {raw:,} tokens ({count_source(self.model)}{margin}); one call "
                 f"may send {self.max_input_tokens:,} — shorten the task or the documents, or "
                 "split it"
             )

@@ -159,11 +159,14 @@ def test_a_model_that_never_stops_halts_exactly_at_the_cost_budget(max_cost):
     assert spent + next_call > Fraction(str(max_cost))
 
 
-def test_oversized_input_is_rejected_before_any_model_call():
-    model = ScriptedModel([say("never")])
-    result = g.run_guarded("word " * 40_000, model, [], budget=Budget(max_input_tokens=8_000))
-    assert result.status == "budget_exhausted" and model.seen == [] and result.turns == 0
+@pytest.mark.parametrize("model, source", [("gpt-5-mini", "counted"), ("llama3.2", "estimated")])
+def test_oversized_input_is_rejected_before_any_model_call(model, source):
+    scripted = ScriptedModel([say("never")], count_as=model)
+    budget = Budget(max_input_tokens=8_000, model=model)
+    result = g.run_guarded("word " * 40_000, scripted, [], budget=budget)
+    assert result.status == "budget_exhausted" and scripted.seen == [] and result.turns == 0
     assert "input too large" in result.next_step and "shorten" in result.next_step
+    assert f" tokens ({source}; " in result.next_step  # says how it was counted, once
 
 
 def test_a_large_tool_result_stops_the_run_before_the_next_call_not_after():
