@@ -1,12 +1,13 @@
 """Budgets: hard stops on turns, tool calls, tokens and estimated cost, checked before each call.
 
 Built in 05_guardrails (first; the other guards are in labkit.guardrails). `Budget` is a Guard:
-before each model call it forecasts what the call may use — its input, estimated, plus the reply's
+before each model call it forecasts what the call may use — its input, counted with the model's
+tokenizer (labkit.tokens; estimated at chars/4 for a model labkit has none for), plus the reply's
 reserved `max_output_tokens` — and stops the run (budget_exhausted) when that would not fit, so a
 budget is never overshot offline. `estimated_cost` prices tokens with PRICES, copied by hand.
-Left out, and what production uses instead: real token counts (tiktoken, the provider's token
-counting; here chars/4, so with a live model the overshoot is bounded by the estimate's error, not
-proven 0), budgets across runs, live price lists.
+Left out, and what production uses instead: the server's own layout of the request (so with a live
+model the overshoot is bounded by the count's error, not proven 0), budgets across runs, live
+price lists.
 """
 
 import json
@@ -17,7 +18,9 @@ from fractions import Fraction
 from .config import DEFAULT_MODEL
 from .errors import UserError
 from .loop import Decision, Guard, RunResult
-from .models import Usage, as_tool_spec, estimate_messages, estimate_tokens
+from .models import Usage, as_tool_spec
+from .tokens import SOURCES, count, least_trusted
+from .tokens import source as count_source
 
 PRICES_AS_OF = "2025-08"
 PRICES = {  # USD per 1M tokens (input, output), standard tier. An ESTIMATE copied by hand
@@ -43,25 +46,28 @@ def estimated_cost(model: str, input_tokens: int, output_tokens: int) -> Fractio
     return (input_tokens * per_in + output_tokens * per_out) / 1_000_000
 
 
-def schema_tokens(tools) -> int:
-    """The estimated size of the tool schemas a live model is sent (and charged for) each call.
+def schema_tokens(tools, model: str | None = DEFAULT_MODEL) -> int:
+    """The size of the tool schemas a live model is sent (and charged for) each call, counted as
+    their JSON text (the server lays them out its own way, so this is close, not exact).
 
-    Example: schema_tokens([calculate])
-             ->  the chars/4 estimate of its name, description and schema
+    Example: schema_tokens([calculate])  ->  the o200k_base count of its name, description, schema
     """
     specs = [as_tool_spec(t) for t in tools]
     return sum(
-        estimate_tokens(
+        count(
             json.dumps(
                 {"name": s.name, "description": s.description, "parameters": s.parameters},
                 ensure_ascii=False,
-            )
+            ),
+            model,
         )
         for s in specs
     )
 
 
-FIRST_SCALE = 1.5  # before a server has reported usage: real tokenizers may count more than chars/4
+# Until a reply carries usage: a server may count more than labkit (chars/4 is rough, and even an
+# exact tokenizer does not see how the server lays out the request and the tool schemas)
+FIRST_SCALE = 1.5
 _LIMITS = (  # Budget field, whole number only, least value, None allowed (no limit)
     ("max_turns", True, 0, False),
     ("max_calls", True, 0, False),
@@ -81,12 +87,13 @@ def _bar(used, limit, width=10):
 class Budget(Guard):
     """Hard stops for one run, checked BEFORE each model call and tool call: never overshot.
 
-    A model call is allowed only when what it may use still fits: its input, estimated, plus
-    `max_output_tokens`, reserved for the reply (run_guarded caps the model's reply at it). Until a
-    server reports usage the estimate adds the tool schemas and is multiplied by FIRST_SCALE; after
-    that it is scaled by the largest reported/estimated ratio seen. Offline (the scripted model
-    counts with the same estimate) the overshoot is 0; with a live model it is bounded by the
-    estimate's error, not proven 0. Watch it: Budget(..., watch=print) prints the meter every turn.
+    A model call is allowed only when what it may use still fits: its input, counted for `model`
+    (labkit.tokens), plus `max_output_tokens`, reserved for the reply (run_guarded caps the reply
+    at it). Until a reply carries usage the count adds the tool schemas and is multiplied by
+    FIRST_SCALE; after that it is scaled by the largest ratio of used to counted seen. Offline (the
+    scripted model counts the same way) the overshoot is 0; with a live model it is bounded by the
+    count's error, not proven 0. `source` says who counted what it metered (tokens.SOURCES). Watch
+    it: Budget(..., watch=print) prints the meter every turn.
     Example: Budget(max_turns=4, max_tokens=2_000, max_cost=0.001)
     """
 
@@ -96,17 +103,18 @@ class Budget(Guard):
     max_cost: float | None = None  # USD, estimated with PRICES[model]
     max_input_tokens: int = 8_000  # one call's input: more is rejected before the model sees it
     max_output_tokens: int = 512  # reserved per call: the most one reply may add
-    model: str = DEFAULT_MODEL  # whose prices
+    model: str = DEFAULT_MODEL  # whose prices, and whose tokenizer counts
     watch: object = None  # called with meter_line() after each turn, e.g. print
     turns: int = field(default=0, init=False)
     calls: int = field(default=0, init=False)
     tokens: int = field(default=0, init=False)
     cost: Fraction = field(default=Fraction(0), init=False)
-    estimated: bool = field(default=False, init=False)  # some usage was estimated, not reported
-    # cautious, then the largest reported/estimated ratio
+    source: str = field(default="reported", init=False)  # the least trusted count metered
+    # cautious, then the largest ratio of used to counted
     scale: float = field(default=FIRST_SCALE, init=False)
     tool_tokens: int = field(default=0, init=False)  # schema_tokens(tools), set by run_guarded
-    reported: bool = field(default=False, init=False)  # a server has reported usage in this run
+    calibrated: bool = field(default=False, init=False)  # a reply's own usage has set the scale
+    delegated: int = field(default=0, init=False)  # tokens charged by sub-agents (labkit.agents)
     _run: object = field(default=None, init=False, repr=False)
     # (raw estimate, scaled) for the call
     _asked: tuple = field(default=(0, 0), init=False, repr=False)
@@ -141,8 +149,13 @@ class Budget(Guard):
             )
         self.model = name
 
+    @property
+    def run(self) -> RunResult | None:
+        """The run this budget meters (None before its first turn)."""
+        return self._run
+
     def settle(self, run: RunResult) -> None:
-        """Count the turn made since the last look: the reported usage, else the estimate."""
+        """Count the turn made since the last look: the usage its reply carried, else our count."""
         if self._run is not run:
             if self._run is not None:
                 raise UserError(
@@ -159,22 +172,22 @@ class Budget(Guard):
         raw, scaled = self._asked
         if reported.input_tokens + reported.output_tokens > 0:
             used_in, used_out = reported.input_tokens, reported.output_tokens
-            self.estimated |= run.usage.estimated
+            self.source = least_trusted(self.source, run.usage.source)
             # it includes what the server counted for the tool schemas
             ratio = used_in / raw if raw else 1.0
             # subtle: keep the largest ratio seen; a ratio replaced each turn lets one low count
             # undo a high one
-            self.scale = max(self.scale, ratio) if self.reported else max(1.0, ratio)
-            self.reported = True
+            self.scale = max(self.scale, ratio) if self.calibrated else max(1.0, ratio)
+            self.calibrated = True
         elif run.status == "service_error":
             used_in = used_out = 0  # the call failed and returned nothing to count
-        else:  # the server did not report usage: count our own estimate
+        else:  # the server did not report usage: count it ourselves
             reply = next(m for m in reversed(run.messages) if m.role == "assistant")
             used_in = scaled
-            used_out = estimate_tokens(
-                reply.content + "".join(c.name + c.arguments for c in reply.tool_calls)
+            used_out = count(
+                reply.content + "".join(c.name + c.arguments for c in reply.tool_calls), self.model
             )
-            self.estimated = True
+            self.source = least_trusted(self.source, count_source(self.model))
         if used_out > self.max_output_tokens:
             run.trace.add(
                 "guard",
@@ -198,10 +211,11 @@ class Budget(Guard):
         self._asked = self.forecast(run.messages)
         (raw, need), reserve = self._asked, self.max_output_tokens
         if need > self.max_input_tokens:
-            margin = f" ({need:,} with the safety margin)" if need != raw else ""
+            margin = f"; {need:,} with the safety margin" if need != raw else ""
             said = (
-                f"input too large: about {raw:,} tokens estimated{margin}; one call may send "
-                f"{self.max_input_tokens:,} — shorten the task or the documents, or split it"
+                f"input too large: {raw:,} tokens ({count_source(self.model)}{margin}); one call "
+                f"may send {self.max_input_tokens:,} — shorten the task or the documents, or "
+                "split it"
             )
             return Decision("stop", "budget_exhausted", said)
         if self.max_tokens is not None and self.tokens + need + reserve > self.max_tokens:
@@ -221,12 +235,22 @@ class Budget(Guard):
         return None
 
     def forecast(self, messages: list) -> tuple[int, int]:
-        """(estimate, need): the next call's estimated input, and the input reserved for it."""
-        raw = estimate_messages(messages)
-        # nothing counted by a server yet: add the tool schemas, and be cautious
-        if not self.reported:
+        """(counted, need): the next call's input as labkit counts it, and the input reserved."""
+        raw = count(messages, self.model)
+        # no reply has carried usage yet: add the tool schemas, and be cautious
+        if not self.calibrated:
             return raw, math.ceil((raw + self.tool_tokens) * self.scale)
         return raw, math.ceil(raw * self.scale)
+
+    def charge(self, spent: "Budget") -> None:
+        """Count what another budget metered for this run (a sub-agent's) against these limits.
+
+        Example: parent_budget.charge(sub_budget)
+        """
+        self.tokens += spent.tokens
+        self.delegated += spent.tokens
+        self.cost += spent.cost
+        self.source = least_trusted(self.source, spent.source)
 
     def before_tool(self, run: RunResult, call, tool) -> Decision | None:
         self.settle(run)
@@ -281,11 +305,8 @@ class Budget(Guard):
             f"{name:<10} {used:>10} / {limit:<10} {_bar(u, lim) if lim is not None else ''}"
             for name, used, limit, u, lim in rows
         ]
-        counted = (
-            "estimated (not counted by a server)" if self.estimated else "reported by the server"
-        )
         lines.append(
-            f"tokens {counted}"
+            f"tokens {SOURCES[self.source]}"
             f"; cost is an ESTIMATE: {self.model} at "
             + (
                 f"${price[0]:.2f} in / ${price[1]:.2f} out per "

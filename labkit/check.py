@@ -25,6 +25,7 @@ NOTEBOOKS = (
     "05_guardrails",
     "06_rag",
     "07_runtime",
+    "08_context",
     "10_evals",
 )
 
@@ -48,6 +49,7 @@ class Task:
     reference: object  # the reference solution (a function in labkit)
     compare: object = None  # (got, expected) -> bool; defaults to ==
     diagnose: object = None  # (got, expected) -> a hint for this wrong value, or None
+    show: object = None  # value -> how the learner sees it in "expected ..., got ..."; repr
 
 
 @dataclass
@@ -124,7 +126,7 @@ def signature_problem(fn, task: str | Task) -> Failure | None:
     return None
 
 
-def run_case(fn, case: Case, compare, diagnose=None) -> Failure | None:
+def run_case(fn, case: Case, compare, diagnose=None, show=repr) -> Failure | None:
     """Run one case: None when it passes, else a Failure whose hint fits what went wrong.
 
     Example: run_case(lambda x: x + x, Case("negative", (-3,), 9, "..."), operator.eq).problem
@@ -157,7 +159,7 @@ def run_case(fn, case: Case, compare, diagnose=None) -> Failure | None:
         else:  # the task may know better what this wrong value means
             hint = (diagnose and _judged(diagnose, got, case.expected, None)) or case.hint
         return Failure(
-            f"expected {clip(repr(case.expected), 120)}, got {clip(repr(got), 120)}", hint
+            f"expected {clip(show(case.expected), 120)}, got {clip(show(got), 120)}", hint
         )
     return None
 
@@ -185,7 +187,7 @@ def check(fn, task: str | Task, quiet: bool = False) -> CheckResult:
     else:
         first_with = {}  # hint -> the case that showed it first
         for number, case in enumerate(task.cases, 1):
-            failure = run_case(fn, case, compare, task.diagnose)
+            failure = run_case(fn, case, compare, task.diagnose, task.show or repr)
             passed += failure is None
             if failure is None:
                 lines.append(f"  ok    {number}. {case.name}")

@@ -95,7 +95,8 @@ class RunResult:
     failed: dict = field(default_factory=dict, repr=False)
 
     def __repr__(self):
-        tokens = f"{self.usage.total_tokens}{' (estimated)' if self.usage.estimated else ''}"
+        mark = "" if self.usage.source == "reported" else f" ({self.usage.source} by labkit)"
+        tokens = f"{self.usage.total_tokens}{mark}"
         lines = [
             f"status:     {self.status}",
             f"answer:     {clip(self.answer, 90)!r}",

@@ -10,11 +10,15 @@ Deliberately left out: streaming, images and audio, structured outputs, async.
 
 import copy
 import json
-import re
 from dataclasses import dataclass, field
 from itertools import count
 
+from .config import DEFAULT_MODEL
 from .errors import UserError
+from .tokens import count as count_tokens
+from .tokens import estimate as estimate_tokens  # noqa: F401 (06's cite.py, 05's Build it)
+from .tokens import least_trusted
+from .tokens import source as count_source
 
 
 @dataclass
@@ -95,14 +99,14 @@ class Usage:
     input_tokens: int = 0
     output_tokens: int = 0
     total_tokens: int = 0
-    estimated: bool = False  # True when labkit estimated it (scripted model), not a server
+    source: str = "reported"  # who counted it: a key of labkit.tokens.SOURCES
 
     def __add__(self, other):
         return Usage(
             self.input_tokens + other.input_tokens,
             self.output_tokens + other.output_tokens,
             self.total_tokens + other.total_tokens,
-            self.estimated or other.estimated,
+            least_trusted(self.source, other.source),  # a sum is only as good as its worst part
         )
 
 
@@ -185,21 +189,12 @@ def tighter(cap: int | None, other: int | None) -> int | None:
     return other if cap is None else cap if other is None else min(cap, other)
 
 
-def estimate_tokens(text: str) -> int:
-    """A rough token count: about 4 characters per token in English, 1 per CJK character.
-
-    Example: estimate_tokens("hello world")  ->  3     Real tokenizers (tiktoken) differ.
-    """
-    cjk = len(re.findall(r"[\u3000-\u9fff\uac00-\ud7af\uff00-\uffef]", text))
-    return cjk + -(-(len(text) - cjk) // 4)
-
-
 def estimate_messages(messages: list) -> int:
-    """A rough token count for a whole history (3 per message plus its text and call arguments)."""
-    return sum(
-        3 + estimate_tokens(m.content) + sum(estimate_tokens(c.arguments) for c in m.tool_calls)
-        for m in messages
-    )
+    """The chars/4 estimate of a whole history: labkit.tokens.count with no tokenizer.
+
+    Example: estimate_messages([user("hello world")])  ->  9
+    """
+    return count_tokens(messages, None)
 
 
 # ---------------------------------------------------------------- the scripted model
@@ -268,18 +263,20 @@ class ScriptedModel:
 
     A step is a Step (`say`, `call`, ...) or a function (messages, tools) -> Step for a lesson
     about reacting to input. It records what it was shown (`seen`), fails loudly when the script
-    runs out, and `unused()` lists steps never reached. Usage is estimated, and marked so.
-    Set `max_output_tokens` (or pass it to one `respond` call) to cut a longer reply the way a
-    server does (status "incomplete").
+    runs out, and `unused()` lists steps never reached. Its usage is counted by labkit with the
+    tokenizer of `count_as`, the model it stands in for (estimated when labkit has none), and
+    says so (source "counted" or "estimated"): no server reported it. Set `max_output_tokens`
+    (or pass it to one `respond` call) to cut a longer reply the way a server does ("incomplete").
 
     Example: ScriptedModel([say("pong")]).respond([user("ping")]).text  ->  "pong"
     """
 
-    def __init__(self, steps=()):
+    def __init__(self, steps=(), count_as: str | None = DEFAULT_MODEL):
         self.steps = list(steps)
         self.position = 0
         self.seen = []
-        self.usage = Usage(estimated=True)
+        self.count_as = count_as  # whose tokenizer counts this script's usage; None: estimate
+        self.usage = Usage(source=count_source(count_as))
         self.max_output_tokens = None  # None: no cap; else replies are cut to fit, as a server does
         self._ids = count(1)
 
@@ -309,8 +306,8 @@ class ScriptedModel:
         text, said, status, reason = self._capped(step, cap)
         calls = [ToolCall(f"call_{next(self._ids)}", name, arguments) for name, arguments in said]
         spoken = text + _said(said)
-        usage = Usage(estimate_messages(messages), estimate_tokens(spoken), estimated=True)
-        usage.total_tokens = usage.input_tokens + usage.output_tokens
+        counted = count_tokens(messages, self.count_as), self._count(spoken)
+        usage = Usage(*counted, sum(counted), count_source(self.count_as))
         self.usage = self.usage + usage
         return Reply(text, calls, usage, status, reason)
 
@@ -319,20 +316,23 @@ class ScriptedModel:
         text cut to fit, then only the calls that fit whole, and "incomplete" when anything was
         cut."""
         calls = step.calls
-        if cap is None or estimate_tokens(step.text + _said(calls)) <= cap:
+        if cap is None or self._count(step.text + _said(calls)) <= cap:
             return step.text, calls, step.status, step.incomplete_reason
         low, high = 0, len(step.text)  # the longest prefix of the text that fits
         while low < high:
             middle = (low + high + 1) // 2
             low, high = (
-                (middle, high) if estimate_tokens(step.text[:middle]) <= cap else (low, middle - 1)
+                (middle, high) if self._count(step.text[:middle]) <= cap else (low, middle - 1)
             )
         text, kept = step.text[:low], ()
         for name, arguments in calls:
-            if estimate_tokens(text + _said(kept + ((name, arguments),))) > cap:
+            if self._count(text + _said(kept + ((name, arguments),))) > cap:
                 break
             kept += ((name, arguments),)
         return text, kept, "incomplete", "max_output_tokens"
+
+    def _count(self, text):
+        return count_tokens(text, self.count_as)
 
     def unused(self) -> list[str]:
         """The steps never reached, as text. Example: model.unused()  ->  ["say('bye')"]"""

@@ -5,12 +5,13 @@ reference is the lesson module's own function, and the tests prove it passes its
 """
 
 from .check import Case, Task
+from .context import split_turns
 from .evals import normalize_answer
 from .guardrails import same_call
 from .live import read_output
 from .loop import next_action
 from .memory import KINDS, MAX_CHARS, SOURCES, TTL_DAYS, record_problems
-from .models import Reply, ToolCall
+from .models import Message, Reply, ToolCall, system, tool_message, user
 from .rag import rrf
 from .runtime import Operation, decide
 from .schema import canonical, json_equal
@@ -536,6 +537,67 @@ def runtime_task():
     )
 
 
+def context_task():
+    """The 08_context task. Example: check(my_function, "08_context")"""
+    a, b = ToolCall("call_1", "get_weather", '{"city": "Lyon"}'), ToolCall("call_2", "f", "{}")
+    ask, answer = user("Weather in Lyon?"), Message("assistant", "Light rain.")
+    calls, both = Message("assistant", "", [a]), Message("assistant", "Checking.", [a, b])
+    out_a, out_b = tool_message(a, '{"ok": true}'), tool_message(b, '{"ok": true}')
+    return Task(
+        "cut a history into turns: split_turns(messages) -> [[message, ...], ...]",
+        [
+            Case(
+                "plain turns",
+                ([ask, answer],),
+                [[ask], [answer]],
+                "a message that is not a tool output starts a turn of its own",
+            ),
+            Case(
+                "a call and its output",
+                ([ask, calls, out_a, answer],),
+                [[ask], [calls, out_a], [answer]],
+                "a tool output joins the turn of the call it answers: never part them",
+            ),
+            Case(
+                "two calls, two outputs",
+                ([ask, both, out_a, out_b],),
+                [[ask], [both, out_a, out_b]],
+                "every output of one assistant message belongs to that message's turn",
+            ),
+            Case(
+                "system messages are left out",
+                ([system("Be brief."), ask, answer],),
+                [[ask], [answer]],
+                "skip role 'system': the context builder writes its own rules",
+            ),
+            Case(
+                "an output with no call before it",
+                ([ask, out_a],),
+                [[ask], [out_a]],
+                "join an output only to a turn that starts with tool calls; else it stands alone",
+                crash_hint="check that the turn before has tool_calls before joining it",
+            ),
+            Case("no messages", ([],), [], "an empty history has no turns: return []"),
+        ],
+        reference=split_turns,
+        show=_turns,
+    )
+
+
+def _turns(value):
+    """Turns as the learner reads them: [[user], [assistant calls get_weather, tool call_1]]."""
+    if not isinstance(value, list) or not all(isinstance(t, list) for t in value):
+        return repr(value)
+
+    def one(m):
+        if not isinstance(m, Message):
+            return repr(m)
+        calls = ", ".join(c.name for c in m.tool_calls)
+        return f"{m.role} calls {calls}" if calls else f"{m.role} {m.tool_call_id or ''}".strip()
+
+    return "[" + ", ".join("[" + ", ".join(one(m) for m in t) + "]" for t in value) + "]"
+
+
 def evals_task():
     """The 10_evals task. Example: check(my_function, "10_evals")"""
     return Task(
@@ -593,5 +655,6 @@ TASKS = {
     "05_guardrails": guardrails_task(),
     "06_rag": rag_task(),
     "07_runtime": runtime_task(),
+    "08_context": context_task(),
     "10_evals": evals_task(),
 }

@@ -7,6 +7,7 @@ from fractions import Fraction
 import pytest
 
 from labkit import guardrails as g
+from labkit import tokens
 from labkit.budget import PRICES_AS_OF, Budget, estimated_cost, schema_tokens
 from labkit.errors import UserError
 from labkit.labs import load_injections
@@ -18,10 +19,10 @@ from labkit.models import (
     Usage,
     call,
     check_pairing,
-    estimate_messages,
     say,
     turn,
 )
+from labkit.tokens import SOURCES
 from labkit.toolbox import calculate
 from labkit.tools import tool
 
@@ -89,10 +90,57 @@ def test_a_model_that_never_stops_halts_exactly_at_the_token_budget(max_tokens):
         budget.tokens == model.usage.total_tokens == result.usage.total_tokens
     )  # the meter is the truth
     assert budget.tokens <= max_tokens  # 0 overshoot
-    estimate, need = budget.forecast(result.messages)
+    counted, need = budget.forecast(result.messages)
     assert budget.tokens + need + budget.max_output_tokens > max_tokens  # not one call early
-    if result.turns:  # after the first report the forecast is the scripted count
-        assert need == estimate == estimate_messages(result.messages) and budget.scale == 1.0
+    if result.turns:  # after the first reply's usage the forecast is the scripted count
+        assert need == counted == tokens.count(result.messages) and budget.scale == 1.0
+
+
+@pytest.mark.parametrize(
+    "model, source",
+    [
+        ("gpt-5-mini", "counted"),
+        ("gpt-4o", "counted"),
+        ("o3-mini", "counted"),
+        ("llama3.2", "estimated"),
+    ],
+)
+@pytest.mark.parametrize("max_tokens", [400, 1_333, 4_000])
+def test_the_budget_holds_with_a_known_and_an_unknown_tokenizer(model, source, max_tokens):
+    """A budget for `model` counts as that model's tokenizer does (or estimates); a scripted model
+    standing in for it counts the same way, so the overshoot is 0 either way, and the meter says
+    which count it was."""
+    scripted = ScriptedModel([keep_going] * 5000, count_as=model)
+    budget = Budget(
+        max_turns=10_000, max_calls=10_000, max_tokens=max_tokens, max_output_tokens=40, model=model
+    )
+    result = g.run_guarded("Count.", scripted, [calculate], budget=budget)
+    assert result.status == "budget_exhausted" and budget.tokens <= max_tokens
+    assert budget.tokens == scripted.usage.total_tokens and budget.source == source
+    assert result.usage.source == source and f"tokens {SOURCES[source]}" in budget.meter()
+    assert budget.forecast(result.messages)[0] == tokens.count(result.messages, model)
+
+
+def test_exact_counts_differ_from_the_estimate_so_the_two_budgets_are_not_the_same():
+    """The case above could pass with one counter for both; on the same run they disagree."""
+    runs = {}
+    for model in ("gpt-5-mini", "llama3.2"):
+        budget = Budget(max_turns=6, max_calls=100, model=model)
+        g.run_guarded(
+            "Count.", ScriptedModel([keep_going] * 10, count_as=model), [calculate], budget=budget
+        )
+        runs[model] = budget.tokens
+    assert runs["gpt-5-mini"] != runs["llama3.2"]
+
+
+def test_tokens_charged_by_a_sub_agent_count_against_the_limits():
+    budget = Budget(max_turns=100, max_calls=100, max_tokens=1_000, max_output_tokens=40)
+    sub = Budget(max_turns=3, max_calls=100)
+    g.run_guarded("Count.", ScriptedModel([keep_going] * 3), [calculate], budget=sub)
+    budget.charge(sub)  # what a sub-agent spent for this run
+    result = g.run_guarded("Count.", forever(), [calculate], budget=budget)
+    assert result.status == "budget_exhausted" and budget.delegated == sub.tokens > 0
+    assert budget.tokens == sub.tokens + result.usage.total_tokens <= 1_000
 
 
 @pytest.mark.parametrize("max_cost", [0.0002, 0.0005, 0.00123, 0.004])
@@ -106,23 +154,26 @@ def test_a_model_that_never_stops_halts_exactly_at_the_cost_budget(max_cost):
     spent = estimated_cost("gpt-5", model.usage.input_tokens, model.usage.output_tokens)
     assert budget.cost == spent <= Fraction(str(max_cost))  # exact, 0 overshoot
     next_call = estimated_cost(
-        "gpt-5", estimate_messages(result.messages), budget.max_output_tokens
+        "gpt-5", tokens.count(result.messages, "gpt-5"), budget.max_output_tokens
     )
     assert spent + next_call > Fraction(str(max_cost))
 
 
-def test_oversized_input_is_rejected_before_any_model_call():
-    model = ScriptedModel([say("never")])
-    result = g.run_guarded("word " * 40_000, model, [], budget=Budget(max_input_tokens=8_000))
-    assert result.status == "budget_exhausted" and model.seen == [] and result.turns == 0
+@pytest.mark.parametrize("model, source", [("gpt-5-mini", "counted"), ("llama3.2", "estimated")])
+def test_oversized_input_is_rejected_before_any_model_call(model, source):
+    scripted = ScriptedModel([say("never")], count_as=model)
+    budget = Budget(max_input_tokens=8_000, model=model)
+    result = g.run_guarded("word " * 40_000, scripted, [], budget=budget)
+    assert result.status == "budget_exhausted" and scripted.seen == [] and result.turns == 0
     assert "input too large" in result.next_step and "shorten" in result.next_step
+    assert f" tokens ({source}; " in result.next_step  # says how it was counted, once
 
 
 def test_a_large_tool_result_stops_the_run_before_the_next_call_not_after():
     @tool
     def dump() -> str:
         """Return a lot of text."""
-        return "x" * 3_900
+        return "7 " * 1_950  # about 3,900 tokens
 
     model = ScriptedModel([call("dump"), say("never")])
     result = g.run_guarded("Dump.", model, [dump], budget=Budget(max_input_tokens=900))
@@ -134,8 +185,7 @@ def test_a_large_tool_result_stops_the_run_before_the_next_call_not_after():
 
 
 class Reporting:
-    """A model whose server reports `factor` times the input the estimate expects, or no usage at
-    all."""
+    """A model whose server reports `factor` times the input labkit counts, or no usage at all."""
 
     def __init__(self, factor):
         self.factor, self.calls = factor, 0
@@ -143,9 +193,7 @@ class Reporting:
     def respond(self, messages, tools=()):
         self.calls += 1
         usage = (
-            None
-            if self.factor is None
-            else Usage(int(estimate_messages(messages) * self.factor), 10)
+            None if self.factor is None else Usage(int(tokens.count(messages) * self.factor), 10)
         )
         return Reply(
             "",
@@ -161,13 +209,13 @@ class Reporting:
 def test_the_estimate_is_scaled_up_when_a_server_counts_more_and_the_budget_still_holds():
     budget = Budget(max_turns=100, max_calls=100, max_tokens=3_000, max_output_tokens=10)
     result = g.run_guarded("Count.", Reporting(2.0), [calculate], budget=budget)
-    assert result.status == "budget_exhausted" and budget.scale >= 1.9 and not budget.estimated
+    assert result.status == "budget_exhausted" and budget.scale >= 1.9
+    assert budget.source == "reported"
     assert budget.tokens == result.usage.input_tokens + result.usage.output_tokens <= 3_000
 
 
 class Overcounting:
-    """A server whose tokenizer counts `first` times the estimate (messages + tool schemas) on its
-    first
+    """A server that counts `first` times what labkit counts (messages + tool schemas) on its first
     call, then `later` times, reporting the usage like a server does."""
 
     def __init__(self, first, later=1.0):
@@ -175,7 +223,7 @@ class Overcounting:
 
     def respond(self, messages, tools=()):
         self.calls += 1
-        counted = estimate_messages(messages) + schema_tokens(tools)
+        counted = tokens.count(messages) + schema_tokens(tools)
         factor = self.first if self.calls == 1 else self.later
         return Reply(
             "",
@@ -213,11 +261,16 @@ def test_the_scale_keeps_the_largest_ratio_seen_and_bounds_the_overshoot():
     assert schemas > 20 and Budget().scale == 1.5
 
 
-def test_unreported_usage_is_estimated_and_marked_so():
-    budget = Budget(max_turns=3, max_calls=100)
+@pytest.mark.parametrize(
+    "model, source",
+    [("gpt-5-mini", "counted"), ("gpt-4.1-nano", "counted"), ("llama3.2", "estimated")],
+)
+def test_unreported_usage_is_counted_by_labkit_and_marked_so(model, source):
+    budget = Budget(max_turns=3, max_calls=100, model=model)
     result = g.run_guarded("Count.", Reporting(None), [calculate], budget=budget)
-    assert result.usage.total_tokens == 0 and budget.tokens > 0 and budget.estimated
-    assert "estimated (not counted by a server)" in budget.meter()
+    assert result.usage.total_tokens == 0 and budget.tokens > 0 and budget.source == source
+    assert f"tokens {SOURCES[source]}" in budget.meter()
+    assert SOURCES["reported"] not in budget.meter()  # labkit's count is never a server's
 
 
 def test_the_meter_is_watchable_and_deterministic():
@@ -237,7 +290,7 @@ class Uncapped:
     """A model that ignores any output cap (a server that does not honour max_output_tokens)."""
 
     def respond(self, messages, tools=()):
-        return Reply("word " * 400, [], Usage(estimate_messages(messages), 500))
+        return Reply("word " * 400, [], Usage(tokens.count(messages), 500))
 
 
 def test_a_reply_longer_than_its_reservation_is_reported_not_hidden():

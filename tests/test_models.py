@@ -19,6 +19,7 @@ from labkit import (
     request_preview,
     say,
     system,
+    tokens,
     tool_message,
     turn,
     user,
@@ -102,15 +103,24 @@ def test_turn_raw_call_and_incomplete():
     )
 
 
-def test_scripted_usage_is_an_estimate_and_says_so():
-    model = ScriptedModel([say("pong"), say("pong")])
+@pytest.mark.parametrize(
+    "count_as, source",
+    [
+        ("gpt-5-mini", "counted"),
+        ("gpt-4o", "counted"),
+        ("llama3.2", "estimated"),
+        (None, "estimated"),
+    ],
+)
+def test_scripted_usage_is_counted_by_labkit_and_never_claims_a_server(count_as, source):
+    model = ScriptedModel([say("pong"), say("pong")], count_as=count_as)
     reply = model.respond([user("ping")])
-    assert (
-        reply.usage.estimated
-        and reply.usage.total_tokens == reply.usage.input_tokens + reply.usage.output_tokens
-    )
+    assert reply.usage.source == source == model.usage.source
+    assert reply.usage.input_tokens == tokens.count([user("ping")], count_as)
+    assert reply.usage.total_tokens == reply.usage.input_tokens + reply.usage.output_tokens
     model.respond([user("ping")])
-    assert model.usage.total_tokens == 2 * reply.usage.total_tokens and model.usage.estimated
+    assert model.usage.total_tokens == 2 * reply.usage.total_tokens
+    assert model.usage.source == source  # a sum says what its parts are
 
 
 @pytest.mark.parametrize(
@@ -244,7 +254,7 @@ def test_scripted_model_has_no_output_cap_by_default():
     assert (reply.status, reply.text, reply.usage.output_tokens) == (
         "completed",
         long,
-        estimate_tokens(long),
+        tokens.count(long),
     )
 
 
@@ -254,14 +264,24 @@ def test_scripted_model_has_no_output_cap_by_default():
 def test_a_cap_given_to_one_call_is_applied_with_the_models_own_the_tighter_wins(
     own, per_call, used
 ):
-    model = ScriptedModel([say("word " * 400)])
+    model = ScriptedModel([say("word " * 400)], count_as=None)  # 500 tokens, estimated
     model.max_output_tokens = own
     reply = model.respond([user("talk")], max_output_tokens=per_call)
     assert reply.usage.output_tokens == used and model.max_output_tokens == own
 
 
+@pytest.mark.parametrize("count_as", ["gpt-5-mini", None])
+def test_a_capped_scripted_model_cuts_at_the_longest_text_that_fits(count_as):
+    long = "Let me explain at length. " * 50
+    model = ScriptedModel([say(long)], count_as=count_as)
+    model.max_output_tokens = 5
+    cut = model.respond([user("talk")])
+    assert long.startswith(cut.text) and cut.usage.output_tokens == tokens.count(cut.text, count_as)
+    assert tokens.count(cut.text, count_as) <= 5 < tokens.count(long[: len(cut.text) + 1], count_as)
+
+
 def test_a_capped_scripted_model_cuts_a_long_reply_like_a_server():
-    model = ScriptedModel([say("word " * 400), say("short"), say("你好世界" * 10)])
+    model = ScriptedModel([say("word " * 400), say("short"), say("你好世界" * 10)], count_as=None)
     model.max_output_tokens = 5
     cut = model.respond([user("talk")])
     assert (cut.status, cut.incomplete_reason) == ("incomplete", "max_output_tokens")

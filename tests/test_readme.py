@@ -10,7 +10,9 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 def test_every_stage_row_names_a_notebook_and_modules_that_exist():
     rows = re.findall(r"(?m)^\| (\d) \w+ \| `(\d\d_\w+)` \| (.+?) \|", README)
-    assert [int(n) for n, *_ in rows] == [1, 2, 3, 4, 5, 6, 7]
+    assert [int(n) for n, *_ in rows] == list(range(1, len(rows) + 1))
+    notebooks = sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
+    assert [notebook for _, notebook, _ in rows] == notebooks  # one row per notebook, in order
     for _, notebook, modules in rows:
         assert (ROOT / "notebooks" / f"{notebook}.ipynb").is_file(), notebook
         for module in re.findall(r"`(\w+\.py)`", modules):

@@ -7,6 +7,7 @@ import string
 import pytest
 
 from labkit import check
+from labkit.context import split_turns
 from labkit.evals import normalize_answer
 from labkit.guardrails import same_call
 from labkit.live import read_output
@@ -26,6 +27,7 @@ REFERENCES = {
     "05_guardrails": same_call,
     "06_rag": rrf,
     "07_runtime": decide,
+    "08_context": split_turns,
     "10_evals": normalize_answer,
 }
 
@@ -46,6 +48,18 @@ def no_dedupe(rankings, k=60):
         for rank, item in enumerate(ranking, 1):
             scores[item] = scores.get(item, 0) + 1 / (k + rank)
     return sorted(scores.items(), key=lambda p: -p[1])
+
+
+def join_any(messages):
+    turns = []
+    for m in messages:
+        if m.role == "system":
+            continue
+        if m.role == "tool" and turns:
+            turns[-1].append(m)
+        else:
+            turns.append([m])
+    return turns
 
 
 WRONG = {  # a typical wrong answer per task, and how many of its cases it still passes
@@ -72,6 +86,8 @@ WRONG = {  # a typical wrong answer per task, and how many of its cases it still
         "some",
     ),
     "06_rag: no dedupe": ("06_rag", no_dedupe, "all but one"),
+    "08_context: every message its own turn": ("08_context", lambda ms: [[m] for m in ms], "some"),
+    "08_context: joins an output to any turn": ("08_context", join_any, "all but one"),
     "10_evals: articles dropped inside words": (
         "10_evals",
         lambda text: re.sub(r"\s|a|an|the", "", text.lower()).translate(PUNCTUATION),
@@ -123,3 +139,11 @@ def test_the_rrf_task_catches_ties_sorted_by_id_in_either_order(reverse):
     result = check(ties_by_id, "06_rag", quiet=True)
     assert not result and result.passed == result.total - 1
     assert any("FAIL" in line and "ties" in line for line in result.lines)
+
+
+def test_the_turns_task_shows_each_message_by_its_role(capsys):
+    """08's cases compare lists of Messages: a wrong answer is shown as roles, not as reprs."""
+    check(lambda messages: [[m] for m in messages], "08_context")
+    shown = capsys.readouterr().out
+    assert "got [[user], [assistant calls get_weather], [tool call_1], [assistant]]" in shown
+    assert "Message(" not in shown
