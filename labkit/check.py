@@ -25,6 +25,7 @@ NOTEBOOKS = (
     "05_guardrails",
     "06_rag",
     "07_runtime",
+    "09_mcp",
 )
 
 

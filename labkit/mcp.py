@@ -184,6 +184,15 @@ def pin(listed) -> str:
     return hashlib.sha256(canonical(told).encode("utf-8")).hexdigest()
 
 
+def changed_tools(pins: dict, listed: list) -> list[str]:
+    """The names of the listed tools whose pin is not the one approved (the rug pull). A tool
+    never pinned is not "changed": it is pinned when first listed.
+
+    Example: changed_tools({"add": pin(add_v1)}, [add_v2])  ->  ["add"]
+    """
+    return [t.name for t in listed if t.name in pins and pins[t.name] != pin(t)]
+
+
 def server_name(name) -> str:
     """A namespace for a server's tools: runs of anything but letters, digits and - become "_".
 
@@ -367,9 +376,11 @@ class Connection:
                 f"your policy names {', '.join(unknown)}, which {self.name} does not list — its "
                 f"tools: {', '.join(listing) or 'none'}"
             )
-        tools, refused, pins, optional = [], {}, dict(self.pins), {}
+        tools, refused, optional = [], {}, {}
+        changed = changed_tools(self.pins, listed)
+        pins = {**{t.name: pin(t) for t in listed}, **self.pins}  # the approved pin stays
         for name, listed_tool in listing.items():
-            if pins.setdefault(name, pin(listed_tool)) != pin(listed_tool):
+            if name in changed:
                 refused[name] = (
                     "changed since it was approved (its description or schema) — read it with "
                     f"print(server); to approve it again: server.pins.pop({name!r})"

@@ -7,6 +7,7 @@ from labkit import check
 from labkit.guardrails import same_call
 from labkit.live import read_output
 from labkit.loop import next_action
+from labkit.mcp import changed_tools, pin
 from labkit.memory import record_problems
 from labkit.rag import rrf
 from labkit.runtime import decide
@@ -21,6 +22,7 @@ REFERENCES = {
     "05_guardrails": same_call,
     "06_rag": rrf,
     "07_runtime": decide,
+    "09_mcp": changed_tools,
 }
 
 
@@ -66,6 +68,11 @@ WRONG = {  # a typical wrong answer per task, and how many of its cases it still
         "some",
     ),
     "06_rag: no dedupe": ("06_rag", no_dedupe, "all but one"),
+    "09_mcp: refuses new tools too": (
+        "09_mcp",
+        lambda pins, listed: [t.name for t in listed if pins.get(t.name) != pin(t)],
+        "some",
+    ),
 }
 
 
