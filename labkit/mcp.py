@@ -13,6 +13,7 @@ notices; production also sandboxes each server and gives it its own narrow crede
 import asyncio
 import concurrent.futures
 import hashlib
+import json
 import logging
 import os
 import re
@@ -135,7 +136,8 @@ def closed(schema: dict) -> dict:
 
     An object without additionalProperties gets false; an optional top-level property becomes
     required and nullable, as @tool writes `x: str | None` (its null is dropped before the server
-    sees it). Anything else strict mode needs is left for check_strict to refuse, with why.
+    sees it, so the server applies its own default; the default moves into the description).
+    Anything else strict mode needs is left for check_strict to refuse, with why.
     Example: closed({"type": "object", "properties": {"n": {"type": "integer"}}})
              ->  {"type": "object", "properties": {"n": {"type": ["integer", "null"]}},
                   "required": ["n"], "additionalProperties": False}
@@ -167,6 +169,11 @@ def _nullable(schema):
     if not isinstance(schema, dict):
         return schema
     schema = dict(schema)
+    if "default" in schema:  # the server applies it when the argument is left out (null)
+        said = f"null for the default, {json.dumps(schema.pop('default'))}"
+        schema["description"] = (
+            f"{schema['description']} ({said})" if "description" in schema else said
+        )
     if "type" in schema:
         kinds = [schema["type"]] if isinstance(schema["type"], str) else list(schema["type"])
         schema["type"] = kinds if "null" in kinds else [*kinds, "null"]

@@ -221,6 +221,28 @@ def listing_server(tools, name="odd_server", annotations=None):
     return Server(name, on_list_tools=list_tools, on_call_tool=call_tool)
 
 
+def test_an_optional_argument_with_a_default_is_offered_and_the_server_applies_its_default():
+    from mcp.server import MCPServer
+
+    server = MCPServer("shouter")
+
+    @server.tool()
+    def shout(text: str, times: int = 2) -> str:
+        """Shout the text `times` times."""
+        return text.upper() * times
+
+    with labkit.mcp.memory(server) as attached:
+        (shout_tool,) = attached.tools()
+        times = shout_tool.parameters["properties"]["times"]
+        assert times["type"] == ["integer", "null"] and "default" not in times
+        assert "null for the default, 2" in times["description"]
+        for sent, expected in [("null", {"result": "HIHI"}), ("3", {"result": "HIHIHI"})]:
+            arguments = f'{{"text": "hi", "times": {sent}}}'
+            assert (
+                execute(ToolCall("1", shout_tool.name, arguments), [shout_tool])["data"] == expected
+            )
+
+
 def test_an_optional_argument_sent_as_null_never_reaches_the_server():
     schema = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"}},
               "required": ["a"]}  # fmt: skip
