@@ -473,17 +473,9 @@ class McpWorld:
 
     def _server(self, name, *tools):
         """An MCPServer named `name` with `tools`: (function, description, annotations)."""
-        import logging
+        from .mcp_server import quiet_server
 
-        from mcp.server import MCPServer
-
-        root = logging.getLogger()
-        level, handlers = root.level, list(root.handlers)
-        server = MCPServer(name, log_level="WARNING")
-        # subtle: MCPServer() calls logging.basicConfig for the whole process; undone here, so
-        # the notebook shows labkit's lines and not the SDK's log
-        root.setLevel(level)
-        root.handlers[:] = handlers
+        server = quiet_server(name)
         for fn, description, annotations in tools:
             server.add_tool(fn, description=description, annotations=annotations)
         return server

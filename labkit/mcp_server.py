@@ -101,6 +101,24 @@ def build_server(tools=TEACHING_TOOLS, name: str = "labkit") -> Server:
     )
 
 
+def quiet_server(name: str):
+    """The SDK's high-level MCPServer (tools from type hints), leaving this process's logging as
+    it was: MCPServer() calls logging.basicConfig, which would print the SDK's log in a notebook.
+
+    Example: server = quiet_server("calc"); server.add_tool(add)
+    """
+    import logging
+
+    from mcp.server import MCPServer
+
+    root = logging.getLogger()
+    level, handlers = root.level, list(root.handlers)
+    server = MCPServer(name, log_level="WARNING")
+    root.setLevel(level)
+    root.handlers[:] = handlers
+    return server
+
+
 # ---------------------------------------------------------------- running it
 
 

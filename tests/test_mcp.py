@@ -20,7 +20,7 @@ import pytest
 import labkit.mcp
 from labkit import ScriptedModel, ToolError, UserError, call, labs, run, run_guarded, say
 from labkit.injection import UNTRUSTED
-from labkit.mcp_server import TEACHING_TOOLS, build_server, free_port, serving_http
+from labkit.mcp_server import TEACHING_TOOLS, build_server, free_port, quiet_server, serving_http
 from labkit.models import ToolCall
 from labkit.schema import check_strict
 from labkit.tools import ToolRegistry
@@ -222,9 +222,7 @@ def listing_server(tools, name="odd_server", annotations=None):
 
 
 def test_an_optional_argument_with_a_default_is_offered_and_the_server_applies_its_default():
-    from mcp.server import MCPServer
-
-    server = MCPServer("shouter")
+    server = quiet_server("shouter")
 
     @server.tool()
     def shout(text: str, times: int = 2) -> str:
@@ -241,6 +239,25 @@ def test_an_optional_argument_with_a_default_is_offered_and_the_server_applies_i
             assert (
                 execute(ToolCall("1", shout_tool.name, arguments), [shout_tool])["data"] == expected
             )
+
+
+def test_quiet_server_leaves_the_process_logging_as_it_was():
+    """As in a fresh Jupyter kernel: a root logger without handlers, which basicConfig fills."""
+    import logging
+
+    from mcp.server import MCPServer
+
+    root = logging.getLogger()
+    saved = (root.level, list(root.handlers))
+    root.handlers[:] = []
+    try:
+        quiet_server("quiet")
+        assert root.handlers == [] and root.level == saved[0]
+        MCPServer("loud", log_level="DEBUG")  # the check can fail: the SDK's own one does
+        assert root.handlers != [] and root.level == logging.DEBUG
+    finally:
+        root.setLevel(saved[0])
+        root.handlers[:] = saved[1]
 
 
 def test_an_optional_argument_sent_as_null_never_reaches_the_server():
