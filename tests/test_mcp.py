@@ -539,3 +539,13 @@ def test_how_each_defence_stops_its_attack(attack, attempted, refused):
 def test_an_unknown_attack_is_a_user_error():
     with pytest.raises(UserError, match="no MCP attack 'sql injection'"):
         labs.mcp_trial("sql injection")
+
+
+def test_the_readme_example_attaches_the_published_server_and_runs_its_tool():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    (example,) = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "labkit.mcp" in b]
+    namespace = {}
+    exec(example, namespace)
+    assert namespace["result"].status == "completed"
+    assert namespace["result"].completed[0].startswith("mcp-time__get_current_time(")
+    assert set(namespace["pins"]) == {"get_current_time", "convert_time"}

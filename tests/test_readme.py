@@ -10,8 +10,10 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 def test_every_stage_row_names_a_notebook_and_modules_that_exist():
     rows = re.findall(r"(?m)^\| (\d) \w+ \| `(\d\d_\w+)` \| (.+?) \|", README)
-    assert [int(n) for n, *_ in rows] == [1, 2, 3, 4, 5, 6, 7]
-    for _, notebook, modules in rows:
+    numbers = [int(n) for n, *_ in rows]
+    assert numbers[:7] == [1, 2, 3, 4, 5, 6, 7] and numbers == sorted(set(numbers))
+    for number, notebook, modules in rows:
+        assert int(notebook[:2]) == int(number), notebook
         assert (ROOT / "notebooks" / f"{notebook}.ipynb").is_file(), notebook
         for module in re.findall(r"`(\w+\.py)`", modules):
             assert (ROOT / "labkit" / module).is_file(), module
