@@ -410,15 +410,19 @@ class Connection:
             )
         parameters, required = closed(listed.input_schema), listed.input_schema.get("required", [])
         optional[listed.name] = set(listed.input_schema.get("properties", {})) - set(required)
-        risk, egress = (
-            self.risk.get(listed.name, UNNAMED_RISK),
-            self.egress.get(listed.name, UNNAMED_EGRESS),
-        )
+        risk, egress = self.policy_for(listed.name)
 
         def forward(**arguments):
             return self.call(listed.name, arguments)
 
         return Tool(name, listed.description or "", parameters, forward, risk, egress=egress)
+
+    def policy_for(self, tool: str) -> tuple:
+        """(risk, egress) for one of the server's tools: your policy's, else high and True.
+
+        Example: server.policy_for("delete_file")  ->  ("high", True)
+        """
+        return self.risk.get(tool, UNNAMED_RISK), self.egress.get(tool, UNNAMED_EGRESS)
 
     def call(self, tool: str, arguments: dict | None = None):
         """Call one tool by the server's name for it; its data, or a ToolError saying what failed.
@@ -442,10 +446,7 @@ class Connection:
             if name in self.refused:
                 state = f"refused: {clip(self.refused[name], 70)}"
             else:
-                risk, egress = (
-                    self.risk.get(name, UNNAMED_RISK),
-                    self.egress.get(name, UNNAMED_EGRESS),
-                )
+                risk, egress = self.policy_for(name)
                 state = f"risk {risk}, egress {egress}, pin {self.pins[name][:12]}"
             lines.append(f"  {self.name}{SEPARATOR}{name}: {state}")
             lines.append(f"    {clip(listed.description or '(no description)', 90)}")
@@ -477,11 +478,8 @@ def stdio(command: list, *, name=None, risk=None, egress=None, pins=None, timeou
     """
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    if (
-        not isinstance(command, list | tuple)
-        or not command
-        or not all(isinstance(c, str) for c in command)
-    ):
+    strings = isinstance(command, list | tuple) and all(isinstance(c, str) for c in command)
+    if not (strings and command):
         raise UserError(
             f"command must be a list of strings, got {clip(repr(command), 60)} — e.g. "
             "[sys.executable, '-m', 'mcp_server_time']"
