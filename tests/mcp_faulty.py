@@ -1,8 +1,10 @@
 """A small MCP server over stdio that misbehaves on purpose, for tests/test_mcp.py.
 
-Usage: python tests/mcp_faulty.py MODE, where MODE is one of FAULTS (or "ok"). Hand-written
-JSON-RPC (as 09_mcp's Build it writes it) with no SDK import, so it starts in a blink. It speaks
-the 2025-11-25 handshake; the SDK's first request, server/discover, is answered "no such method".
+Usage: python tests/mcp_faulty.py MODE, where MODE is one of FAULTS (or "ok"); its echo tool
+answers "$NAME" with the environment variable NAME; a hanging mode writes the method it hangs on
+to the file $MCP_FAULTY_MARK, if set. Hand-written JSON-RPC (as 09_mcp's Build it
+writes it) with no SDK import, so it starts in a blink. It speaks the 2025-11-25 handshake; the
+SDK's first request, server/discover, is answered "no such method".
 """
 
 import json
@@ -50,6 +52,9 @@ def serve(mode):
         if fault == "garbage":
             print("this is not JSON-RPC", flush=True)
         elif fault == "hang":
+            if os.environ.get("MCP_FAULTY_MARK"):  # tells a test the request has arrived
+                with open(os.environ["MCP_FAULTY_MARK"], "w") as mark:
+                    mark.write(method)
             time.sleep(3600)
         elif fault == "crash":
             print("mcp_faulty: crashed (planted)", file=sys.stderr, flush=True)
@@ -61,6 +66,8 @@ def serve(mode):
             answer(message, {"tools": TOOLS})
         elif method == "tools/call":
             text = message["params"]["arguments"]["text"]
+            if text.startswith("$"):  # "$NAME": what this server sees of its environment
+                text = os.environ.get(text[1:], "(unset)")
             answer(message, {"content": [{"type": "text", "text": text}], "isError": False})
         else:
             answer(message, error={"code": -32601, "message": f"no method {method}"})

@@ -38,6 +38,14 @@ LABKIT_SERVER = [sys.executable, "-m", "labkit.mcp_server"]
 TIME_SERVER = [sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"]
 
 
+def cmdline(process):
+    """A process's command line, or [] once it has exited."""
+    try:
+        return process.cmdline()
+    except psutil.Error:
+        return []
+
+
 def children():
     return {p.pid for p in psutil.Process().children(recursive=True) if p.is_running()}
 
@@ -439,6 +447,13 @@ def test_a_server_that_answers_within_its_timeout_works():
         assert server.call("echo", {"text": "hi"}) == "hi"
 
 
+def test_a_stdio_server_gets_no_api_key_only_the_environment_you_pass(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0000000000000000000000")
+    with labkit.mcp.stdio([*FAULTY, "ok"], env={"TIME_ZONE": "UTC"}) as server:
+        assert server.call("echo", {"text": "$OPENAI_API_KEY"}) == "(unset)"
+        assert server.call("echo", {"text": "$TIME_ZONE"}) == "UTC"  # the check can pass
+
+
 def test_a_command_that_does_not_exist_is_a_user_error():
     with pytest.raises(UserError, match="could not start .*No such file"):
         labkit.mcp.stdio(["no-such-mcp-server-program"]).open()
@@ -458,7 +473,7 @@ def test_an_http_server_that_is_not_running_is_one_clear_error():
 # ---------------------------------------------------------------- inside a running Jupyter kernel
 
 
-def test_stdio_works_inside_a_running_jupyter_kernel_and_ctrl_c_reaps_the_server():
+def test_stdio_works_inside_a_running_jupyter_kernel_and_ctrl_c_reaps_the_server(tmp_path):
     """The classic trap: the kernel already runs an event loop. Then Ctrl+C during a call."""
     from jupyter_client.manager import start_new_kernel
 
@@ -468,7 +483,7 @@ def test_stdio_works_inside_a_running_jupyter_kernel_and_ctrl_c_reaps_the_server
     printed = []
 
     def hook(message):
-        if message["msg_type"] == "stream":
+        if message["msg_type"] == "stream" and message["content"]["name"] == "stdout":
             printed.append(message["content"]["text"])
 
     try:
@@ -482,23 +497,26 @@ def test_stdio_works_inside_a_running_jupyter_kernel_and_ctrl_c_reaps_the_server
             kc.execute_interactive(code, timeout=120, output_hook=hook)["content"]["status"] == "ok"
         )
         assert "".join(printed) == "loop running: True\n4 tools\n"
-        kc.execute(f"s = labkit.mcp.stdio({[*FAULTY, 'hang-on-call']!r}, timeout=600).open()\n"
+        # the server marks the call's arrival: then the kernel is surely waiting inside s.call
+        mark = tmp_path / "hanging"
+        kc.execute(f"s = labkit.mcp.stdio({[*FAULTY, 'hang-on-call']!r}, timeout=600, "
+                   f"env={{'MCP_FAULTY_MARK': {str(mark)!r}}}).open()\n"
                    "s.call('echo', {'text': 'forever'})")  # fmt: skip
-        kernel, servers = psutil.Process(km.provisioner.pid), []
-        for _ in range(600):  # wait until the server runs (bounded; nothing is timed)
-            servers = [
-                p for p in kernel.children(recursive=True) if "mcp_faulty" in p.cmdline()[-2]
-            ]
-            if servers:
+        for _ in range(600):  # bounded; nothing is timed
+            if mark.exists() and mark.read_text() == "tools/call":
                 break
             time.sleep(0.1)
-        assert servers, "the hanging server never started"
+        assert mark.exists(), "the hanging server never got the call"
+        servers = [p for p in psutil.Process(km.provisioner.pid).children(recursive=True)
+                   if "mcp_faulty.py" in " ".join(cmdline(p))]  # fmt: skip
+        assert len(servers) == 1
         km.interrupt_kernel()
         assert kc.get_shell_msg(timeout=60)["content"]["ename"] == "KeyboardInterrupt"
         printed.clear()
         kc.execute_interactive("print(s.closed)", timeout=60, output_hook=hook)
         assert printed == ["interrupted (Ctrl+C)\n"]
-        assert not [p for p in servers if p.is_running()]
+        gone, alive = psutil.wait_procs(servers, timeout=30)  # reaped: its pid is gone
+        assert alive == []
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
