@@ -26,6 +26,7 @@ NOTEBOOKS = (
     "06_rag",
     "07_runtime",
     "08_context",
+    "09_mcp",
     "10_evals",
 )
 

@@ -11,6 +11,7 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 def test_every_stage_row_names_a_notebook_and_modules_that_exist():
     rows = re.findall(r"(?m)^\| (\d+) \w+ \| `(\d\d_\w+)` \| (.+?) \|", README)
     assert [int(n) for n, *_ in rows] == [int(notebook[:2]) for _, notebook, _ in rows]
+    assert [int(n) for n, *_ in rows] == list(range(1, len(rows) + 1))  # no stage missing
     notebooks = sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
     assert [notebook for _, notebook, _ in rows] == notebooks  # one row per notebook, in order
     for _, notebook, modules in rows:

@@ -12,6 +12,7 @@ from labkit.evals import normalize_answer
 from labkit.guardrails import same_call
 from labkit.live import read_output
 from labkit.loop import next_action
+from labkit.mcp import changed_tools, pin
 from labkit.memory import record_problems
 from labkit.rag import rrf
 from labkit.runtime import decide
@@ -28,6 +29,7 @@ REFERENCES = {
     "06_rag": rrf,
     "07_runtime": decide,
     "08_context": split_turns,
+    "09_mcp": changed_tools,
     "10_evals": normalize_answer,
 }
 
@@ -88,6 +90,11 @@ WRONG = {  # a typical wrong answer per task, and how many of its cases it still
     "06_rag: no dedupe": ("06_rag", no_dedupe, "all but one"),
     "08_context: every message its own turn": ("08_context", lambda ms: [[m] for m in ms], "some"),
     "08_context: joins an output to any turn": ("08_context", join_any, "all but one"),
+    "09_mcp: refuses new tools too": (
+        "09_mcp",
+        lambda pins, listed: [t.name for t in listed if pins.get(t.name) != pin(t)],
+        "some",
+    ),
     "10_evals: articles dropped inside words": (
         "10_evals",
         lambda text: re.sub(r"\s|a|an|the", "", text.lower()).translate(PUNCTUATION),

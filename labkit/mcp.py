@@ -1,0 +1,516 @@
+"""Tools over the Model Context Protocol: attach any MCP server; its tools become labkit Tools.
+
+Built in 09_mcp. `stdio(command)`, `http(url)` and `memory(server)` open a Connection. The SDK is
+async, so each connection runs its client on an event loop in a thread of its own: every call here
+is synchronous and works inside Jupyter's running loop. `tools()` gives Tools named server__tool,
+schemas closed and checked strict (or refused, with why), risk and egress from your policy only
+(a tool it does not name is high risk and sends data out), pinned by hash when first listed (a
+changed tool is refused). A crash, garbage or a hang past `timeout` closes the connection with one
+clear error, its process reaped. Left out: sampling, elicitation, roots, OAuth, list-change
+notices; production also sandboxes each server and gives it its own narrow credentials.
+"""
+
+import asyncio
+import concurrent.futures
+import hashlib
+import json
+import logging
+import os
+import re
+import tempfile
+import threading
+import weakref
+
+from .config import checked_timeout, redact
+from .errors import LabkitError, ServiceError, ToolError, UserError
+from .injection import detect_injection
+from .schema import canonical
+from .tools import NAME, RISKS, Tool
+from .trace import clip
+
+SEPARATOR = "__"  # server__tool: allowed by the APIs' tool-name pattern, where "." and "/" are not
+DEFAULT_TIMEOUT = 30.0  # seconds for the handshake and for each request
+UNNAMED_RISK, UNNAMED_EGRESS = "high", True  # a tool your policy does not name: ask; assume out
+CLOSING = 15.0  # the SDK's own shutdown is bounded (stdin closed, 2 s, SIGTERM, 2 s, SIGKILL)
+# The SDK logs every fault with a traceback; labkit reports it as one error instead. Your own
+# logging configuration still sees the SDK's lines.
+logging.getLogger("mcp").addHandler(logging.NullHandler())
+
+
+# ---------------------------------------------------------------- the async half, on its own thread
+
+
+class _Runner:
+    """An event loop in a thread of its own, holding one SDK client open until stop()."""
+
+    def __init__(self, target, timeout):
+        self.target, self.timeout = target, timeout  # target: what mcp.Client takes
+        self.client = self.fault = self._owner_scope = self._call_scope = None
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="labkit-mcp", daemon=True)
+
+    def start(self):
+        """Connect and do the handshake; raise what went wrong (TimeoutError past the timeout)."""
+        self.thread.start()
+        self._stop, ready = asyncio.Event(), concurrent.futures.Future()
+        self.owner = asyncio.run_coroutine_threadsafe(self._own(ready), self.loop)
+        ready.result(self.timeout)
+
+    async def _own(self, ready):
+        import anyio
+        from mcp import Client
+
+        try:
+            with anyio.CancelScope() as self._owner_scope:  # cancelled by stop() or by garbage
+                async with Client(self.target, cache=None, message_handler=self._heard) as client:
+                    self.client = client
+                    ready.set_result(None)
+                    await self._stop.wait()
+        except BaseException as exc:
+            if not ready.done():
+                ready.set_exception(exc)
+        if not ready.done():  # cancelled in the handshake: the line that cancelled it says why
+            ready.set_exception(self.fault or TimeoutError())
+
+    async def _heard(self, message):
+        """The SDK hands over each line that was not JSON-RPC: the connection cannot be trusted."""
+        if isinstance(message, Exception):
+            self.fault = message
+            for scope in (self._call_scope, self._owner_scope):
+                if scope is not None:
+                    scope.cancel()
+
+    def run(self, fn, timeout=None):
+        """`await fn(client)` on the loop, within the timeout; raise what went wrong."""
+        future = asyncio.run_coroutine_threadsafe(self._timed(fn, timeout), self.loop)
+        return future.result()
+
+    async def _timed(self, fn, timeout):
+        import anyio
+
+        if self.fault is None:
+            with anyio.move_on_after(timeout or self.timeout) as self._call_scope:
+                return await fn(self.client)
+        raise self.fault or TimeoutError()
+
+    def stop(self):
+        """End the session (the SDK stops and reaps a subprocess), then the loop. Idempotent."""
+        if self.loop.is_closed():
+            return
+        connected, self.client = self.client is not None, None
+        if self.thread.is_alive() and hasattr(self, "owner"):
+            self.loop.call_soon_threadsafe(self._stop.set)
+            # a call still waiting (Ctrl+C), or a handshake that never finished: stop it now
+            for scope in (self._call_scope, None if connected else self._owner_scope):
+                if scope is not None:
+                    self.loop.call_soon_threadsafe(scope.cancel)
+            try:
+                self.owner.result(CLOSING)
+            except BaseException:  # its failure was reported where it happened
+                pass
+        if self.thread.is_alive():
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(CLOSING)
+        self.loop.close()
+
+
+def _line(exc) -> str:
+    """The start of the line that was not JSON-RPC (pydantic keeps it as the error's input)."""
+    errors = exc.errors() if hasattr(exc, "errors") else []
+    text = errors[0].get("input", exc) if errors else exc
+    return clip(redact(repr(text) if isinstance(text, str) else text), 60)
+
+
+def _leaf(exc):
+    """The first real exception inside anyio's exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+# ---------------------------------------------------------------- schemas, names and pins
+
+
+def closed(schema: dict) -> dict:
+    """A strict copy of an MCP tool's input schema: every object closed, every property required.
+
+    An object without additionalProperties gets false; an optional top-level property becomes
+    required and nullable, as @tool writes `x: str | None` (its null is dropped before the server
+    sees it, so the server applies its own default; the default moves into the description).
+    Anything else strict mode needs is left for check_strict to refuse, with why.
+    Example: closed({"type": "object", "properties": {"n": {"type": "integer"}}})
+             ->  {"type": "object", "properties": {"n": {"type": ["integer", "null"]}},
+                  "required": ["n"], "additionalProperties": False}
+    """
+    schema = _close(schema)
+    properties, required = schema.get("properties", {}), schema.get("required", [])
+    optional = [name for name in properties if name not in required]
+    for name in optional:
+        properties[name] = _nullable(properties[name])
+    if optional:
+        schema["required"] = [*required, *optional]
+    return schema
+
+
+def _close(schema):
+    if not isinstance(schema, dict):
+        return schema
+    copy = {k: _close(v) if k == "items" else v for k, v in schema.items()}
+    if "properties" in schema:
+        copy["properties"] = {k: _close(v) for k, v in schema["properties"].items()}
+    if (schema.get("type") == "object" or "properties" in schema) and (
+        "additionalProperties" not in schema
+    ):
+        copy["additionalProperties"] = False
+    return copy
+
+
+def _nullable(schema):
+    if not isinstance(schema, dict):
+        return schema
+    schema = dict(schema)
+    if "default" in schema:  # the server applies it when the argument is left out (null)
+        said = f"null for the default, {json.dumps(schema.pop('default'))}"
+        schema["description"] = (
+            f"{schema['description']} ({said})" if "description" in schema else said
+        )
+    if "type" in schema:
+        kinds = [schema["type"]] if isinstance(schema["type"], str) else list(schema["type"])
+        schema["type"] = kinds if "null" in kinds else [*kinds, "null"]
+    if "enum" in schema and None not in schema["enum"]:
+        schema["enum"] = [*schema["enum"], None]
+    return schema
+
+
+def pin(listed) -> str:
+    """The sha256 of what the model is told about a tool: its name, description and schema.
+
+    Example: pin(server.listing["get_current_time"])  ->  "3f2a…" (64 hex digits)
+    """
+    told = {"name": listed.name, "description": listed.description, "schema": listed.input_schema}
+    return hashlib.sha256(canonical(told).encode("utf-8")).hexdigest()
+
+
+def changed_tools(pins: dict, listed: list) -> list[str]:
+    """The names of the listed tools whose pin is not the one approved (the rug pull). A tool
+    never pinned is not "changed": it is pinned when first listed.
+
+    Example: changed_tools({"add": pin(add_v1)}, [add_v2])  ->  ["add"]
+    """
+    return [t.name for t in listed if t.name in pins and pins[t.name] != pin(t)]
+
+
+def server_name(name) -> str:
+    """A namespace for a server's tools: runs of anything but letters, digits and - become "_".
+
+    Example: server_name("mcp time")  ->  "mcp_time"
+    """
+    return re.sub(r"[^A-Za-z0-9-]+", "_", str(name)).strip("_") or "server"
+
+
+def result_data(result):
+    """A CallToolResult as labkit data: its structured content, else its text. An error result
+    (isError) raises ToolError "server_error", which execute() turns into {"ok": false, ...}.
+
+    Example: result_data(CallToolResult(content=[TextContent(text="3")]))  ->  "3"
+    """
+    texts = [
+        b.text if b.type == "text" else f"[{b.type} content, not shown]" for b in result.content
+    ]
+    if result.is_error:
+        said = clip(" ".join(texts), 500) or "(it said nothing)"
+        raise ToolError(f"the server's tool failed: {said}", "server_error")
+    if result.structured_content is not None:
+        return result.structured_content
+    return "\n".join(texts)
+
+
+# ---------------------------------------------------------------- a connection
+
+
+class Connection:
+    """One MCP server, attached. Open it with stdio(), http() or memory(), in a `with` block.
+
+    `tools()` lists the server's tools as labkit Tools (refused ones in `refused`, with why);
+    `call(tool, arguments)` calls one by the server's own name; `sdk(fn)` runs any SDK request
+    (resources, prompts). `pins` maps each tool to the hash approved when it was first listed:
+    save it and pass pins=... next time, and a tool changed since is refused. print() shows what
+    you approve. After a crash, garbage or a timeout the connection is closed (`closed` says why).
+    """
+
+    def __init__(
+        self, target, name=None, *, risk=None, egress=None, pins=None, timeout=None, what=""
+    ):
+        self.name = None if name is None else server_name(name)
+        self.what = what  # the command or URL, for messages until the server tells its name
+        self.risk, self.egress = _policy(risk, egress)
+        self.pins = dict(pins or {})
+        self.timeout = checked_timeout(DEFAULT_TIMEOUT if timeout is None else timeout)
+        self.refused, self.listing, self.closed = {}, {}, "not opened yet"
+        self._target, self._errlog, self._optional = target, None, {}
+        self._runner, self._lock = None, threading.Lock()
+
+    def __enter__(self) -> "Connection":
+        return self.open()
+
+    def __exit__(self, *exc):
+        self.close("the with block ended")
+
+    def open(self) -> "Connection":
+        """Start the server (or reach it) and do the MCP handshake. Example: server.open()"""
+        target = self._target() if callable(self._target) else self._target
+        self._runner = runner = _Runner(target, self.timeout)
+        weakref.finalize(self, runner.stop)  # reaped at exit even if close() is never called
+        self.closed = None
+        try:
+            runner.start()
+        except BaseException as exc:
+            self._fail(exc, "the handshake")
+        info = runner.client.server_info
+        self.name = self.name or server_name(getattr(info, "name", None) or "server")
+        return self
+
+    def close(self, why: str = "closed by close()") -> None:
+        """End the session and stop the server's process; safe to call again."""
+        if self._runner is not None:
+            self._runner.stop()
+        self._runner, self.closed = None, self.closed or why
+        if self._errlog is not None:
+            self._errlog.close()
+
+    def sdk(self, fn, doing: str = "a request"):
+        """`await fn(client)` with the SDK's mcp.Client, within the timeout; any failure that is
+        not the server refusing this one request closes the connection with one labkit error.
+
+        Example: server.sdk(lambda client: client.list_resources()).resources
+        """
+        from mcp import MCPError
+        from mcp.types import CONNECTION_CLOSED
+
+        with self._lock:  # one request at a time: the API is synchronous anyway
+            if self._runner is None:
+                raise UserError(
+                    f"the connection to MCP server {self.name} is closed ({self.closed}) — open "
+                    "a new one: with labkit.mcp.stdio([...]) as server: ..."
+                )
+            try:
+                return self._runner.run(fn)
+            except MCPError as exc:  # a JSON-RPC error: the server refused this request only
+                failure = exc
+                if exc.error.code != CONNECTION_CLOSED:
+                    refused = clip(exc.error.message, 300)
+                    failure = ToolError(
+                        f"{self.name} refused the request: {refused}", "server_refused"
+                    )
+            except BaseException as exc:
+                failure = exc
+        # raised out here, so the SDK's exception is not even the __context__ of labkit's
+        if isinstance(failure, ToolError):
+            raise failure
+        self._fail(failure, doing)
+
+    def _fail(self, exc, doing):
+        """Close the connection (the process is reaped) and raise one error saying what failed."""
+        exc = _leaf(exc)
+        if isinstance(exc, KeyboardInterrupt):
+            self.close("interrupted (Ctrl+C)")
+            raise exc
+        error = self._explain(exc, doing)
+        self.close(str(error))
+        raise error from None
+
+    def _explain(self, exc, doing) -> LabkitError:
+        import httpx2
+
+        who, fault = f"the MCP server {self.name or self.what}", self._runner.fault
+        said = self._last_words()
+        said = f"; its last words on stderr: {said!r}" if said else ""
+        gone = "the connection is closed and its process stopped"
+        if fault is not None or type(exc).__name__ == "ValidationError":
+            return ServiceError(
+                f"{who} answered {doing} with a line that is not JSON-RPC ({_line(fault or exc)});"
+                f" {gone} — a server writes only MCP messages on stdout, its logs on stderr"
+            )
+        if isinstance(exc, TimeoutError):
+            return ServiceError(
+                f"{who} did not answer {doing} within {self.timeout:g} s{said}; {gone} — raise "
+                "timeout= if it is only slow"
+            )
+        if isinstance(exc, OSError) and doing == "the handshake":  # the program did not start
+            return UserError(
+                f"could not start {who}: {exc.strerror or exc} — check the command, e.g. "
+                "[sys.executable, '-m', 'mcp_server_time']"
+            )
+        if isinstance(exc, httpx2.HTTPError):
+            return ServiceError(
+                f"could not reach {who} ({type(exc).__name__}: {clip(exc, 60)}) — is it running, "
+                "and is the URL its MCP endpoint (often ending in /mcp)?"
+            )
+        if type(exc).__name__ == "MCPError":  # the connection closed under a request
+            return ServiceError(
+                f"{who} closed the connection during {doing} (it exited or crashed){said}; {gone}"
+                " — fix the server or its command, then open a new connection"
+            )
+        return ServiceError(
+            f"{who} failed during {doing} ({type(exc).__name__}: {clip(redact(exc), 160)}); {gone}"
+        )
+
+    def _last_words(self) -> str:
+        """The last line the server wrote on stderr (stdio only), clipped and redacted."""
+        if self._errlog is None or self._errlog.closed:
+            return ""
+        self._errlog.seek(0)
+        lines = [line for line in self._errlog.read().splitlines() if line.strip()]
+        return clip(redact(lines[-1]), 160) if lines else ""
+
+    # ------------------------------------------------------------ tools
+
+    def tools(self) -> list[Tool]:
+        """The server's tools now, as labkit Tools; `refused` says why any other is not offered.
+
+        Example: with stdio([sys.executable, "-m", "mcp_server_time"]) as time: time.tools()
+        """
+        listed, cursor = [], None
+        for _ in range(100):  # pages: a server that never stops paging cannot hang this
+            page = self.sdk(lambda c, at=cursor: c.list_tools(cursor=at), "tools/list")
+            listed, cursor = listed + list(page.tools), page.next_cursor
+            if cursor is None:
+                break
+        listing = {t.name: t for t in listed}
+        unknown = sorted((set(self.risk) | set(self.egress)) - set(listing))
+        if unknown:
+            raise UserError(
+                f"your policy names {', '.join(unknown)}, which {self.name} does not list — its "
+                f"tools: {', '.join(listing) or 'none'}"
+            )
+        tools, refused, optional = [], {}, {}
+        changed = changed_tools(self.pins, listed)
+        pins = {**{t.name: pin(t) for t in listed}, **self.pins}  # the approved pin stays
+        for name, listed_tool in listing.items():
+            if name in changed:
+                refused[name] = (
+                    "changed since it was approved (its description or schema) — read it with "
+                    f"print(server); to approve it again: server.pins.pop({name!r})"
+                )
+                continue
+            try:
+                tools.append(self._as_tool(listed_tool, optional))
+            except UserError as exc:
+                refused[name] = str(exc)
+        # commit only a listing that went through whole: nothing half-done
+        self.listing, self.refused, self.pins, self._optional = listing, refused, pins, optional
+        return tools
+
+    def _as_tool(self, listed, optional) -> Tool:
+        name = f"{self.name}{SEPARATOR}{listed.name}"
+        if not NAME.match(name):
+            raise UserError(
+                f"{name!r} is not a tool name the APIs accept (1-64 letters, digits, _ or -) — "
+                "give the server a shorter name: name=..."
+            )
+        parameters, required = closed(listed.input_schema), listed.input_schema.get("required", [])
+        optional[listed.name] = set(listed.input_schema.get("properties", {})) - set(required)
+        risk, egress = self.policy_for(listed.name)
+
+        def forward(**arguments):
+            return self.call(listed.name, arguments)
+
+        return Tool(name, listed.description or "", parameters, forward, risk, egress=egress)
+
+    def policy_for(self, tool: str) -> tuple:
+        """(risk, egress) for one of the server's tools: your policy's, else high and True.
+
+        Example: server.policy_for("delete_file")  ->  ("high", True)
+        """
+        return self.risk.get(tool, UNNAMED_RISK), self.egress.get(tool, UNNAMED_EGRESS)
+
+    def call(self, tool: str, arguments: dict | None = None):
+        """Call one tool by the server's name for it; its data, or a ToolError saying what failed.
+
+        Example: time.call("get_current_time", {"timezone": "Europe/Paris"})["timezone"]
+        """
+        dropped = self._optional.get(tool, set())
+        arguments = {
+            k: v for k, v in (arguments or {}).items() if v is not None or k not in dropped
+        }
+        try:
+            result = self.sdk(lambda c: c.call_tool(tool, arguments), f"tools/call {tool}")
+        except ServiceError as exc:
+            raise ToolError(str(exc), "server_failed") from None
+        return result_data(result)
+
+    def __str__(self):
+        lines = [f"MCP server {self.name}: {len(self.listing)} tools listed"]
+        for name, listed in self.listing.items():
+            flags = detect_injection(listed.description or "").rules
+            if name in self.refused:
+                state = f"refused: {clip(self.refused[name], 70)}"
+            else:
+                risk, egress = self.policy_for(name)
+                state = f"risk {risk}, egress {egress}, pin {self.pins[name][:12]}"
+            lines.append(f"  {self.name}{SEPARATOR}{name}: {state}")
+            lines.append(f"    {clip(listed.description or '(no description)', 90)}")
+            if flags:
+                lines.append(f"    detector (advice): {', '.join(flags)}")
+        return "\n".join(lines)
+
+
+def _policy(risk, egress):
+    """Your policy checked: {tool: risk level} and {tool: egress}; the server has no say in it."""
+    risk, egress = dict(risk or {}), dict(egress or {})
+    for tool, level in risk.items():
+        if level not in RISKS:
+            raise UserError(f"risk[{tool!r}] is {level!r} — use one of {', '.join(RISKS)}")
+    return risk, egress
+
+
+# ---------------------------------------------------------------- the three ways to attach
+
+
+def stdio(command: list, *, name=None, risk=None, egress=None, pins=None, timeout=None, env=None):
+    """Attach a server that runs as a subprocess and speaks MCP over its stdin and stdout.
+
+    It gets a minimal environment (PATH, HOME, ...; no API keys) plus `env`. risk and egress map
+    the server's tool names to your policy; a tool they do not name is high risk and egress.
+    Example: with stdio([sys.executable, "-m", "mcp_server_time"],
+                        risk={"get_current_time": "low"}) as time:
+                 tools = time.tools()
+    """
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    strings = isinstance(command, list | tuple) and all(isinstance(c, str) for c in command)
+    if not (strings and command):
+        raise UserError(
+            f"command must be a list of strings, got {clip(repr(command), 60)} — e.g. "
+            "[sys.executable, '-m', 'mcp_server_time']"
+        )
+    params = StdioServerParameters(command=command[0], args=list(command[1:]), env=env)
+    shown = clip(" ".join(os.path.basename(c) if os.sep in c else c for c in command), 50)
+    connection = Connection(
+        None, name, risk=risk, egress=egress, pins=pins, timeout=timeout, what=shown
+    )
+    # the server's stderr goes to a file: shown in errors, never mixed into a notebook's output
+    connection._errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
+    connection._target = lambda: stdio_client(params, errlog=connection._errlog)
+    return connection
+
+
+def http(url: str, *, name=None, risk=None, egress=None, pins=None, timeout=None):
+    """Attach a server over Streamable HTTP at `url` (its MCP endpoint, often ending in /mcp).
+
+    Example: with http("http://127.0.0.1:8000/mcp", risk={"calculate": "low"}) as server: ...
+    """
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        raise UserError(
+            f"url {clip(repr(url), 60)} is not an http(s) URL — e.g. http://127.0.0.1:8000/mcp"
+        )
+    return Connection(url, name, risk=risk, egress=egress, pins=pins, timeout=timeout, what=url)
+
+
+def memory(server, *, name=None, risk=None, egress=None, pins=None, timeout=None):
+    """Attach a server object running in this process (mcp's Server or MCPServer): tests and labs.
+
+    Example: with memory(build_server(), risk={"calculate": "low"}) as server: server.tools()
+    """
+    what = "in this process"
+    return Connection(server, name, risk=risk, egress=egress, pins=pins, timeout=timeout, what=what)
