@@ -4,7 +4,8 @@ Outside the lessons, never read as part of one. 04_loop: the frozen scenarios (d
 loop_scenarios.json), their tools (with exchange_rate's deliberate bug) and the evaluation table.
 05_guardrails: a pretend Workspace whose tools really run, an obedient model, attack and
 exfiltration trials, detector scoring. 06_rag: the frozen query set and its ranking metrics.
-08_context: the frozen long conversation, its probes and the three compaction strategies.
+08_context: the frozen long conversation, its probes and the three compaction strategies. 09_mcp:
+hostile MCP servers (poisoning, rug pull, shadowing, confused deputy) and their trials.
 10_evals: the frozen tool-call set and its table, the agent suite, the judges' human labels, plots.
 """
 
