@@ -2,32 +2,46 @@
 
 Built in 01_setup. `ResponsesModel` (Responses API, store=False, the default) and `ChatModel`
 (Chat Completions, what most OpenAI-compatible local servers speak) return the same Reply as the
-scripted model. `connect()` picks a model from the settings; `request_preview()` shows the exact
-JSON body live mode would POST, computed offline; `doctor()` says whether live mode can start.
-Every SDK failure becomes a labkit error whose message is one line and never contains the key;
-the key itself lives only in the SDK client (`openai_client` makes every one).
-
-Deliberately left out: streaming, images and audio, structured outputs, async, automatic retries.
+scripted model, whole (`respond`) or streamed (`stream`), with strict JSON-schema output on request.
+`connect()` picks a model from the settings (scripted, live, recording or replaying a cassette);
+`request_preview()` shows the exact JSON body live mode would POST, computed offline; `doctor()`
+says whether live mode can start. Every SDK failure becomes a one-line labkit error without the
+key; the key itself lives only in the SDK client (`openai_client` makes every one).
+Deliberately left out: images and audio, async, automatic retries.
 """
 
 import json
 import sys
 from importlib import metadata
 
+from . import cassettes
 from .config import (
     DEFAULT_MODEL,
     OFFICIAL_BASE_URL,
+    PROVIDERS,
     REPO_ROOT,
     TIMEOUT_SECONDS,
     checked_retries,
     checked_timeout,
     key_problem,
+    key_required,
     load_settings,
     redact,
     shown_url,
 )
 from .errors import ServiceError, UserError, call_service, explain
-from .models import Reply, ScriptedModel, ToolCall, Usage, check_pairing, tighter, to_api
+from .models import (
+    Completed,
+    OutputSchema,
+    Reply,
+    ScriptedModel,
+    ToolCall,
+    Usage,
+    check_pairing,
+    tighter,
+    to_api,
+)
+from .stream import chat_events, responses_events
 
 
 def read_output(items: list) -> tuple[str, list[ToolCall]]:
@@ -73,6 +87,7 @@ def responses_body(
     tools=(),
     replay_reasoning: bool = False,
     max_output_tokens: int | None = None,
+    output_schema: OutputSchema | None = None,
 ) -> dict:
     """The JSON body for POST /responses (store=False: the server keeps nothing between turns)."""
     check_pairing(messages)
@@ -98,10 +113,22 @@ def responses_body(
         body["include"] = ["reasoning.encrypted_content"]
     if max_output_tokens:
         body["max_output_tokens"] = max_output_tokens  # reasoning tokens count too
+    if output_schema:
+        body["text"] = {"format": {"type": "json_schema", **_strict(output_schema)}}
     return body
 
 
-def chat_body(model: str, messages: list, tools=(), max_output_tokens: int | None = None) -> dict:
+def _strict(output_schema):
+    return {"name": output_schema.name, "schema": output_schema.schema, "strict": True}
+
+
+def chat_body(
+    model: str,
+    messages: list,
+    tools=(),
+    max_output_tokens: int | None = None,
+    output_schema: OutputSchema | None = None,
+) -> dict:
     """The JSON body for POST /chat/completions (tool results are role "tool" messages)."""
     check_pairing(messages)
     out = []
@@ -130,6 +157,8 @@ def chat_body(model: str, messages: list, tools=(), max_output_tokens: int | Non
         body["tools"] = [to_api(t, "chat") for t in tools]
     if max_output_tokens:
         body["max_completion_tokens"] = max_output_tokens
+    if output_schema:
+        body["response_format"] = {"type": "json_schema", "json_schema": _strict(output_schema)}
     return body
 
 
@@ -173,7 +202,8 @@ def openai_client(
     Live models and live embeddings (labkit.embed) both get their client here.
     Example: openai_client(settings.api_key, settings.base_url).models.list()
     """
-    problem = key_problem(api_key, base_url == OFFICIAL_BASE_URL, key_name, key_source)
+    official, required = base_url == OFFICIAL_BASE_URL, key_required(base_url, key_name)
+    problem = key_problem(api_key, official, key_name, key_source, required)
     if problem:
         raise UserError(problem)
     timeout, max_retries = checked_timeout(timeout), checked_retries(max_retries)
@@ -212,14 +242,14 @@ class _LiveModel:
         self.max_output_tokens = max_output_tokens
         self.usage = Usage()  # sums only what the server reported
         self.unreported_turns = 0  # replies that came without usage
+        self.last_raw = None  # the JSON the SDK returned for the last reply sent whole
 
     def _redact(self, text):
         """text without this model's key (which need not be a configured one)."""
         return redact(text, (self._client.api_key,))
 
-    def respond(self, messages: list, tools=(), max_output_tokens: int | None = None) -> Reply:
-        """Send the messages; cap the reply at the tighter of the model's and this call's cap."""
-        body = self.request_preview(messages, tools, max_output_tokens)
+    def _call(self, body):
+        """POST the body through the SDK; a failure to start becomes one labkit error."""
         raw = call_service(
             lambda: self._send(body),
             self.model,
@@ -233,15 +263,36 @@ class _LiveModel:
                 f"bad response: {self.base_url} answered with a web page or plain text, "
                 "not JSON — the base URL must be the API root (usually ending in /v1)"
             )
-        # warnings=False — a server may send a field the SDK's types do not expect (a tool
-        # name as a list); _parse reads whatever came, so the SDK's serializer warning is only noise
-        data = raw.to_dict(warnings=False) if hasattr(raw, "to_dict") else raw
-        reply = self._parse(data)
+        return raw
+
+    def _count(self, reply):
         if reply.usage is None:
             self.unreported_turns += 1
         else:
             self.usage = self.usage + reply.usage
         return reply
+
+    def respond(
+        self, messages: list, tools=(), max_output_tokens=None, output_schema=None
+    ) -> Reply:
+        """Send the messages; cap the reply at the tighter of the model's and this call's cap."""
+        raw = self._call(self.request_preview(messages, tools, max_output_tokens, output_schema))
+        # warnings=False — a server may send a field the SDK's types do not expect (a tool
+        # name as a list); _parse reads whatever came, so the SDK's serializer warning is only noise
+        self.last_raw = raw.to_dict(warnings=False) if hasattr(raw, "to_dict") else raw
+        return self._count(self._parse(self.last_raw))
+
+    def stream(self, messages: list, tools=(), max_output_tokens=None, output_schema=None):
+        """Send the messages with stream=True; yield TextDelta, ToolCallDelta, then Completed.
+
+        Example: reply = collect(model.stream([user("ping")]))
+        """
+        body = self.request_preview(messages, tools, max_output_tokens, output_schema)
+        events = self._read(self._call({**body, **self._streaming}), self._parse)
+        for event in events:
+            if isinstance(event, Completed):
+                self._count(event.reply)
+            yield event
 
     def __repr__(self):
         return f"{type(self).__name__}(model={self.model!r}, endpoint={self.base_url!r})"
@@ -261,13 +312,15 @@ class ResponsesModel(_LiveModel):
         super().__init__(model, **options)
         self.replay_reasoning = replay_reasoning
 
-    def request_preview(
-        self, messages: list, tools=(), max_output_tokens: int | None = None
-    ) -> dict:
+    _streaming, _read = {"stream": True}, staticmethod(responses_events)
+
+    def request_preview(self, messages: list, tools=(), max_output_tokens=None, output_schema=None):
         """The exact JSON body this model would POST to /responses.
         Example: model.request_preview(msgs)"""
         cap = tighter(self.max_output_tokens, max_output_tokens)
-        return responses_body(self.model, messages, tools, self.replay_reasoning, cap)
+        return responses_body(
+            self.model, messages, tools, self.replay_reasoning, cap, output_schema
+        )
 
     def _send(self, body):
         return self._client.responses.create(**body)
@@ -302,13 +355,14 @@ class ChatModel(_LiveModel):
     Example: ChatModel("llama3.2", base_url="http://127.0.0.1:11434/v1").respond([user("ping")])
     """
 
-    def request_preview(
-        self, messages: list, tools=(), max_output_tokens: int | None = None
-    ) -> dict:
+    # usage arrives in a last chunk only when asked for
+    _streaming = {"stream": True, "stream_options": {"include_usage": True}}
+    _read = staticmethod(chat_events)
+
+    def request_preview(self, messages: list, tools=(), max_output_tokens=None, output_schema=None):
         """The exact JSON body this model would POST to /chat/completions."""
-        return chat_body(
-            self.model, messages, tools, tighter(self.max_output_tokens, max_output_tokens)
-        )
+        cap = tighter(self.max_output_tokens, max_output_tokens)
+        return chat_body(self.model, messages, tools, cap, output_schema)
 
     def _send(self, body):
         return self._client.chat.completions.create(**body)
@@ -338,19 +392,26 @@ class ChatModel(_LiveModel):
 
 
 def connect(
-    mode: str | None = None, script=(), max_output_tokens: int | None = None
-) -> "ScriptedModel | ResponsesModel | ChatModel":
-    """The model the settings ask for: scripted offline (the default), or live.
+    mode: str | None = None,
+    script=(),
+    max_output_tokens: int | None = None,
+    cassette: str | None = None,
+):
+    """The model the settings ask for: scripted offline (the default), live, or a cassette's.
 
-    Example: model = connect(script=[say("pong")])   # offline: replays the script
-             model = connect(mode="live")            # live: OPENAI_API_KEY from .env
-    max_output_tokens caps each live reply on the server (a budget in 05_guardrails relies on it).
+    Example: model = connect(script=[say("pong")], cassette="01_setup")
+    offline: the script; live: a real model (OPENAI_API_KEY, or a LABKIT_PROVIDER preset's key);
+    record: live, every reply also written to the cassette; replay: the cassette answers, offline
+    (a connect without a cassette stays scripted). max_output_tokens caps each live reply.
     """
     s = load_settings(mode)
-    if s.mode == "offline":
+    path = cassettes.cassette_path(cassette, s.cassette_dir) if cassette else None
+    if s.mode == "offline" or (s.mode == "replay" and path is None):
         return ScriptedModel(script)
+    if s.mode == "replay":
+        return cassettes.Replayer(path)
     cls = ResponsesModel if s.api == "responses" else ChatModel
-    return cls(
+    model = cls(
         s.model,
         api_key=s.api_key,
         base_url=s.base_url,
@@ -360,6 +421,11 @@ def connect(
         key_source=s.key_source,
         max_output_tokens=max_output_tokens,
     )
+    if s.mode == "live" or path is None:
+        return model
+    preset = PROVIDERS.get(s.provider)
+    server = preset.server if preset else "OpenAI API" if s.official else shown_url(s.base_url)
+    return cassettes.Recorder(model, path, cassettes.new_header(s, server))
 
 
 def describe(model) -> str:
@@ -370,6 +436,10 @@ def describe(model) -> str:
             "network. To go live set LABKIT_MODE=live and OPENAI_API_KEY in .env, then restart the "
             "kernel."
         )
+    if isinstance(model, cassettes.Replayer):
+        return f"replay: {model.label}; no key, no network."
+    if isinstance(model, cassettes.Recorder):
+        return f"{describe(model.live)} Recording to cassette {model.path.stem}."
     where = "the OpenAI API" if model.base_url == OFFICIAL_BASE_URL else model.base_url
     api = "Responses API" if isinstance(model, ResponsesModel) else "Chat Completions API"
     return f"live: {model.model} via {where} ({api}); answers vary from run to run."
