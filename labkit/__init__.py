@@ -27,12 +27,14 @@ from .live import ChatModel, ResponsesModel, connect, describe, doctor, request_
 from .loop import STOP_REASONS, Decision, Guard, RunResult, run
 from .models import (
     Message,
+    OutputSchema,
     Reply,
     ScriptedModel,
     ToolCall,
     ToolSpec,
     Usage,
     call,
+    collect,
     incomplete,
     raw_call,
     say,
@@ -41,6 +43,7 @@ from .models import (
     turn,
     user,
 )
+from .probe import probe
 from .runtime import Action, OperationStore, State, ToolRuntime, operation_id, reduce, run_agent
 from .schema import ArgumentError, UnsupportedSchema, parse_arguments, validate_arguments
 from .tools import RISKS, Tool, ToolRegistry, execute, tool
@@ -50,6 +53,7 @@ __all__ = [
     "check",
     "doctor",
     "explain",
+    "probe",
     "load_settings",
     "redact",
     "GuardrailTripped",
@@ -64,9 +68,11 @@ __all__ = [
     "ResponsesModel",
     "ScriptedModel",
     "ToolCall",
+    "OutputSchema",
     "ToolSpec",
     "Usage",
     "call",
+    "collect",
     "connect",
     "describe",
     "incomplete",

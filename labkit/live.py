@@ -276,7 +276,14 @@ class _LiveModel:
         self, messages: list, tools=(), max_output_tokens=None, output_schema=None
     ) -> Reply:
         """Send the messages; cap the reply at the tighter of the model's and this call's cap."""
-        raw = self._call(self.request_preview(messages, tools, max_output_tokens, output_schema))
+        return self.send(self.request_preview(messages, tools, max_output_tokens, output_schema))
+
+    def send(self, body: dict) -> Reply:
+        """POST this exact body (a request_preview, perhaps changed) and read the reply.
+
+        Example: model.send({**model.request_preview(msgs, tools), "tool_choice": "required"})
+        """
+        raw = self._call(body)
         # warnings=False — a server may send a field the SDK's types do not expect (a tool
         # name as a list); _parse reads whatever came, so the SDK's serializer warning is only noise
         self.last_raw = raw.to_dict(warnings=False) if hasattr(raw, "to_dict") else raw
