@@ -109,6 +109,6 @@ def shown(events):
             text += event.text
             if handle is not None:
                 handle.update({"text/plain": text}, raw=True)
+        if isinstance(event, Completed) and handle is None:
+            print(event.reply.text)  # before passing it on: a reader may stop at Completed
         yield event
-    if handle is None:
-        print(text)
