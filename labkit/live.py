@@ -128,8 +128,12 @@ def chat_body(
     tools=(),
     max_output_tokens: int | None = None,
     output_schema: OutputSchema | None = None,
+    cap_name: str = "max_completion_tokens",
 ) -> dict:
-    """The JSON body for POST /chat/completions (tool results are role "tool" messages)."""
+    """The JSON body for POST /chat/completions (tool results are role "tool" messages).
+
+    cap_name: OpenAI wants max_completion_tokens; most other servers only know max_tokens.
+    """
     check_pairing(messages)
     out = []
     for m in messages:
@@ -139,7 +143,7 @@ def chat_body(
             out.append(
                 {
                     "role": "assistant",
-                    "content": m.content or None,
+                    "content": m.content,  # text, even empty: some servers refuse null
                     "tool_calls": [
                         {
                             "id": c.id,
@@ -156,7 +160,7 @@ def chat_body(
     if tools:
         body["tools"] = [to_api(t, "chat") for t in tools]
     if max_output_tokens:
-        body["max_completion_tokens"] = max_output_tokens
+        body[cap_name] = max_output_tokens
     if output_schema:
         body["response_format"] = {"type": "json_schema", "json_schema": _strict(output_schema)}
     return body
@@ -369,7 +373,8 @@ class ChatModel(_LiveModel):
     def request_preview(self, messages: list, tools=(), max_output_tokens=None, output_schema=None):
         """The exact JSON body this model would POST to /chat/completions."""
         cap = tighter(self.max_output_tokens, max_output_tokens)
-        return chat_body(self.model, messages, tools, cap, output_schema)
+        name = "max_completion_tokens" if self.base_url == OFFICIAL_BASE_URL else "max_tokens"
+        return chat_body(self.model, messages, tools, cap, output_schema, name)
 
     def _send(self, body):
         return self._client.chat.completions.create(**body)
@@ -509,7 +514,7 @@ def doctor(environ: dict | None = None) -> bool:
                 f"{s.key_name} not set ("
                 + (
                     "needed only for live mode"
-                    if s.official
+                    if key_required(s.base_url, s.key_name)
                     else "a local server usually needs none"
                 )
                 + ")"
@@ -525,6 +530,10 @@ def doctor(environ: dict | None = None) -> bool:
             if s.official
             else f"LABKIT_BASE_URL (not OpenAI): {shown_url(s.base_url)}, API: {s.api}"
         )
+        if s.provider:  # a preset names where its key goes: say which one is active
+            endpoint = f"preset {s.provider} (LABKIT_PROVIDER): " + (
+                f"{shown_url(s.base_url)}, API: {s.api}" if not s.official else endpoint
+            )
         lines += [
             f"  mode        {s.mode}",
             f"  .env        {s.env_file or s.env_note}",
