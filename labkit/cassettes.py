@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from . import errors
 from .config import redact
-from .errors import UserError
+from .errors import LabkitError, UserError
 from .models import (
     Completed,
     Reply,
@@ -118,6 +119,12 @@ def load(path) -> Cassette:
 
 
 def _reply(entry) -> Reply:
+    if entry.get("error"):  # the live call failed: replay fails the same way
+        kind, message = entry["error"]
+        cls = getattr(errors, kind, None)
+        raise (cls if isinstance(cls, type) and issubclass(cls, LabkitError) else UserError)(
+            message
+        )
     said = entry["reply"]
     usage = said.get("usage")
     return Reply(
@@ -152,7 +159,11 @@ class Recorder:
 
     def respond(self, messages, tools=(), **options) -> Reply:
         """The live model's reply, written down. Example: Recorder(...).respond([user("ping")])"""
-        reply = self.live.respond(messages, tools, **options)
+        try:
+            reply = self.live.respond(messages, tools, **options)
+        except LabkitError as error:  # a failure is part of what happened: keep it too
+            self._write(messages, tools, options, None, None, error)
+            raise
         self._write(messages, tools, options, reply, getattr(self.live, "last_raw", None))
         return reply
 
@@ -163,12 +174,14 @@ class Recorder:
                 self._write(messages, tools, options, event.reply, None)
             yield event
 
-    def _write(self, messages, tools, options, reply, raw):
+    def _write(self, messages, tools, options, reply, raw, error=None):
         request = canonical(messages, tools, **options)
-        usage = reply.usage
+        usage = reply.usage if reply else None
         self.replies += 1
         entry = {
-            "reply": {
+            "reply": None
+            if reply is None
+            else {
                 "text": reply.text,
                 "tool_calls": [[c.id, c.name, c.arguments] for c in reply.tool_calls],
                 "usage": [usage.input_tokens, usage.output_tokens, usage.total_tokens]
@@ -181,6 +194,8 @@ class Recorder:
             "request": request["messages"],
             "raw": raw,
         }
+        if error is not None:
+            entry["error"] = [type(error).__name__, str(error)]
         with self.path.open("a", encoding="utf-8") as out:
             out.write(json.dumps(scrubbed(entry), ensure_ascii=False) + "\n")
 

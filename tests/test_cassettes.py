@@ -141,3 +141,17 @@ def test_a_damaged_cassette_is_refused_clearly(tmp_path):
         load(tmp_path / "bad.jsonl")
     with pytest.raises(UserError, match="not a labkit cassette"):
         Replayer(tmp_path / "bad.jsonl")
+
+
+def test_a_failed_live_call_is_recorded_and_replays_as_the_same_error(
+    recording, server, monkeypatch
+):
+    from labkit import ServiceError
+
+    server.fail_next("500")
+    with pytest.raises(ServiceError) as live:
+        connect(cassette="failing").respond([user("ping")])
+    monkeypatch.setenv("LABKIT_MODE", "replay")
+    with pytest.raises(ServiceError) as replayed:
+        connect(cassette="failing").respond([user("ping")])
+    assert str(replayed.value) == str(live.value) and "500 server error" in str(live.value)
