@@ -192,10 +192,23 @@ def _answers(port):
         return False
 
 
+def stop(process, grace: float = 10.0):
+    """Stop a process this code started: SIGTERM, then SIGKILL if it is still busy after `grace`.
+
+    Example: stop(subprocess.Popen(command))
+    """
+    process.terminate()
+    try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:  # llama.cpp's server finishes a generation before it exits
+        process.kill()
+        process.wait()
+
+
 @contextlib.contextmanager
-def local_server(port: int = LOCAL_PORT, wait: float = 120.0):
+def local_server(port: int = LOCAL_PORT, wait: float = 120.0, command=None):
     """A running local model for the block: the one already on `port`, or one started and stopped
-    here. Example: with local_server(): run notebooks with LABKIT_PROVIDER=local"""
+    here (`command`: another server to start). Example: with local_server(): run notebooks live"""
     if _answers(port):
         yield None
         return
@@ -203,7 +216,7 @@ def local_server(port: int = LOCAL_PORT, wait: float = 120.0):
         if probe.connect_ex(("127.0.0.1", port)) == 0:
             raise UserError(f"port {port} is taken by something that is not the local model")
     server = subprocess.Popen(
-        server_command(port), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        command or server_command(port), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     try:
         deadline = time.monotonic() + wait
@@ -216,8 +229,7 @@ def local_server(port: int = LOCAL_PORT, wait: float = 120.0):
             time.sleep(0.5)
         yield server
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        stop(server)
 
 
 def local_model_main(argv, prog="python -m labkit local-model"):

@@ -43,6 +43,8 @@ class Provider:
     key_name: str  # its key goes to this base_url and nowhere else
     model: str | None  # the default model name; None: OPENAI_MODEL must name one
     server: str  # how a cassette's label names the server
+    timeout: float = TIMEOUT_SECONDS  # per request, unless LABKIT_TIMEOUT says otherwise
+    max_output_tokens: int | None = None  # each reply's cap when connect() is given none
 
 
 LOCAL_PORT = 8011  # `make local-model` serves SmolLM2-135M-Instruct here
@@ -64,6 +66,8 @@ PROVIDERS = {
             "LABKIT_API_KEY",
             "SmolLM2-135M-Instruct",
             "llama.cpp, local: a tiny real model",
+            300.0,  # 2 shared cores: a long reply or a prompt with tools can take minutes
+            512,  # a tiny model may ramble on until its context (8192 tokens) is full
         ),
         Provider("ollama", "http://127.0.0.1:11434/v1", "chat", "LABKIT_API_KEY", None, "Ollama"),
         Provider("vllm", "http://127.0.0.1:8000/v1", "chat", "LABKIT_API_KEY", None, "vLLM"),
@@ -424,7 +428,8 @@ def load_settings(mode: str | None = None, environ: dict | None = None) -> Setti
     else:
         base_url, key_name = OFFICIAL_BASE_URL, "OPENAI_API_KEY"
     raw, where = find("LABKIT_TIMEOUT")
-    timeout = TIMEOUT_SECONDS if raw is None else checked_timeout(raw, "LABKIT_TIMEOUT", where)
+    default_timeout = provider.timeout if provider else TIMEOUT_SECONDS
+    timeout = default_timeout if raw is None else checked_timeout(raw, "LABKIT_TIMEOUT", where)
     raw, where = find("LABKIT_MAX_RETRIES")
     retries = 0 if raw is None else checked_retries(raw, "LABKIT_MAX_RETRIES", where)
     raw, where = find("OPENAI_MODEL")

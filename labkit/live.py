@@ -414,9 +414,11 @@ def connect(
     Example: model = connect(script=[say("pong")], cassette="01_setup")
     offline: the script; live: a real model (OPENAI_API_KEY, or a LABKIT_PROVIDER preset's key);
     record: live, every reply also written to the cassette; replay: the cassette answers, offline
-    (a connect without a cassette stays scripted). max_output_tokens caps each live reply.
+    (a connect without a cassette stays scripted). max_output_tokens caps each live reply (default:
+    the preset's cap, if it has one).
     """
     s = load_settings(mode)
+    preset = PROVIDERS.get(s.provider)
     path = cassettes.cassette_path(cassette, s.cassette_dir) if cassette else None
     if s.mode == "offline" or (s.mode == "replay" and path is None):
         return ScriptedModel(script)
@@ -431,11 +433,10 @@ def connect(
         max_retries=s.max_retries,
         key_name=s.key_name,
         key_source=s.key_source,
-        max_output_tokens=max_output_tokens,
+        max_output_tokens=max_output_tokens or (preset.max_output_tokens if preset else None),
     )
     if s.mode == "live" or path is None:
         return model
-    preset = PROVIDERS.get(s.provider)
     server = preset.server if preset else "OpenAI API" if s.official else shown_url(s.base_url)
     return cassettes.Recorder(model, path, cassettes.new_header(s, server))
 

@@ -43,6 +43,19 @@ def test_a_preset_sets_the_url_the_api_and_the_key_variable(name):
     assert s.provider == name and s.api_key == KEYS[s.key_name]
 
 
+@pytest.mark.parametrize(
+    "settings, seconds",
+    [
+        ({"LABKIT_PROVIDER": "local"}, 300.0),  # a tiny model on 2 shared cores is slow
+        ({"LABKIT_PROVIDER": "local", "LABKIT_TIMEOUT": "45"}, 45.0),  # the setting still wins
+        ({"LABKIT_PROVIDER": "openai"}, 30.0),
+        ({}, 30.0),
+    ],
+)
+def test_the_local_preset_waits_longer_for_a_reply(settings, seconds):
+    assert load_settings(environ=environ(**settings)).timeout == seconds
+
+
 def test_every_preset_is_documented():
     assert set(config.PROVIDERS) == set(DOCUMENTED)
 
@@ -85,6 +98,21 @@ def test_a_preset_with_another_url_gets_only_labkit_api_key(at_the_fake_server, 
         (request,) = elsewhere.requests
     assert request["headers"]["authorization"] == f"Bearer {KEYS['LABKIT_API_KEY']}"
     assert KEYS["DEEPSEEK_API_KEY"] not in json.dumps(request)
+
+
+@pytest.mark.parametrize(
+    "provider, asked, sent",
+    [
+        ("local", None, 512),  # a tiny model may ramble until its context is full
+        ("local", 64, 64),  # connect's own cap wins
+        ("ollama", None, None),  # no preset cap: the request carries none
+    ],
+)
+def test_the_local_preset_caps_each_reply(at_the_fake_server, monkeypatch, provider, asked, sent):
+    monkeypatch.setenv("LABKIT_PROVIDER", provider)
+    connect(max_output_tokens=asked).respond([user("ping")])
+    body = at_the_fake_server.requests[0]["body"]
+    assert body.get("max_tokens") == sent  # Chat off OpenAI: the cap is sent as max_tokens
 
 
 def test_a_local_preset_without_a_key_sends_no_key_at_all(at_the_fake_server, monkeypatch):
