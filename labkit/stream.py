@@ -91,8 +91,8 @@ def chat_events(sdk_chunks, parse):
 
 
 def shown(events):
-    """Pass a stream through while its text appears as it arrives (a Jupyter display handle that is
-    updated in place, so the saved output is the final text only; print outside Jupyter).
+    """Pass a stream through while its text appears as it arrives (a Jupyter display updated in
+    place), then print the final text: the saved output is that text alone, whatever the timing.
 
     Example: reply = collect(shown(model.stream([user("Tell me a story.")])))
     """
@@ -109,6 +109,10 @@ def shown(events):
             text += event.text
             if handle is not None:
                 handle.update({"text/plain": text}, raw=True)
-        if isinstance(event, Completed) and handle is None:
-            print(event.reply.text)  # before passing it on: a reader may stop at Completed
+        if isinstance(event, Completed):  # before passing it on: a reader may stop at Completed
+            if handle is not None:
+                # subtle: the display is emptied and the text printed, because nbval compares a
+                # display's first content, not its updates; printed text it compares whole
+                handle.update({"text/plain": ""}, raw=True)
+            print(event.reply.text)
         yield event
