@@ -17,7 +17,7 @@ from importlib import metadata
 from pathlib import Path
 
 from . import errors
-from .config import redact
+from .config import load_settings, redact
 from .errors import LabkitError, UserError
 from .models import (
     Completed,
@@ -116,6 +116,12 @@ def load(path) -> Cassette:
             f"cassette {path.stem} is not a labkit cassette (format {FORMAT}) — {again}"
         )
     return Cassette(path.stem, lines[0], lines[1:])
+
+
+def recorded(name: str) -> Cassette:
+    """A cassette by notebook name, from the configured folder (LABKIT_CASSETTE_DIR or
+    data/cassettes). Example: recorded("01_setup").entries[0]["raw"]  ->  the SDK's JSON"""
+    return load(cassette_path(name, load_settings().cassette_dir))
 
 
 def _reply(entry) -> Reply:
