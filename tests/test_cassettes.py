@@ -1,7 +1,12 @@
 """labkit.cassettes: record a live run through the real SDK (fake server on 127.0.0.1), replay it
 offline, stop at the first request that differs, and never write a key into a cassette."""
 
+import importlib.util
 import json
+import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +16,13 @@ from labkit.models import collect
 from labkit.toolbox import calculate, get_weather
 
 from fake_server import FakeServer
+
+ROOT = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location(
+    "execute_notebooks", ROOT / ".ci" / "execute_notebooks.py"
+)
+execute_notebooks = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(execute_notebooks)
 
 SHELL_KEY = "sk-planted-shell-key-0123456789abcdefABCD"
 FILE_KEY = "sk-planted-dotenv-key-9876543210zyxwvuQRST"
@@ -155,3 +167,78 @@ def test_a_failed_live_call_is_recorded_and_replays_as_the_same_error(
     with pytest.raises(ServiceError) as replayed:
         connect(cassette="failing").respond([user("ping")])
     assert str(replayed.value) == str(live.value) and "500 server error" in str(live.value)
+
+
+def _notebook_text(path):
+    """Each code cell's printed text, without the line saying which model answered."""
+    import nbformat
+
+    cells = nbformat.read(path, as_version=4).cells
+    said = [
+        "\n".join(str(o.get("text", o.get("data", {}))) for o in c.outputs)
+        for c in cells
+        if c.cell_type == "code"
+    ]
+    return [re.sub(r"(?m)^(live|replay): .*$", "", text) for text in said]
+
+
+def test_a_notebook_recorded_live_replays_under_strict_nbval(tmp_path):
+    """02_tools recorded against the fake server, then executed in replay mode: its outputs match
+    the live run's exactly (only the line naming the model differs), and strict nbval re-running
+    it in replay mode passes: the recorded model's words are a regression test."""
+    import shutil
+
+    from offline_env import offline_environ
+
+    tapes, live_copy, replay_copy = tmp_path / "cassettes", tmp_path / "live", tmp_path / "replay"
+    for folder in (tapes, live_copy, replay_copy):
+        folder.mkdir()
+    source = ROOT / "notebooks" / "02_tools.ipynb"
+    for folder in (live_copy, replay_copy):
+        shutil.copy(source, folder / source.name)
+    replay_env = {**offline_environ(), "LABKIT_MODE": "replay", "LABKIT_CASSETTE_DIR": str(tapes)}
+    with FakeServer() as server:
+        record_env = {
+            **replay_env,
+            "LABKIT_MODE": "record",
+            "LABKIT_BASE_URL": server.url,
+            "LABKIT_API": "chat",
+            "OPENAI_MODEL": "tiny-test-model",
+        }
+        execute_notebooks.execute(live_copy / source.name, record_env)
+        assert server.requests, "record mode sent nothing to the server"
+    assert (tapes / "02_tools.jsonl").is_file()
+    execute_notebooks.execute(replay_copy / source.name, replay_env)
+    replayed = (replay_copy / source.name).read_text()
+    assert "replay: replaying a recording of tiny-test-model" in replayed  # not the script
+    assert _notebook_text(replay_copy / source.name) == _notebook_text(live_copy / source.name)
+    nbval = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-c",
+            str(ROOT / "pyproject.toml"),
+            "--nbval-sanitize-with",
+            str(ROOT / "tests" / "sanitize.cfg"),
+            str(replay_copy),
+        ],
+        cwd=ROOT,
+        env=replay_env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert nbval.returncode == 0, nbval.stdout[-3000:]
+    assert " passed" in nbval.stdout.splitlines()[-1]
+
+
+def test_the_committed_cassettes_hold_no_secret():
+    """Every cassette in data/cassettes: a labkit cassette, nothing key-like, no header sent."""
+    tapes = sorted((ROOT / "data" / "cassettes").glob("*.jsonl"))
+    assert tapes, "no committed cassette"
+    for tape in tapes:
+        text = tape.read_text(encoding="utf-8")
+        assert load(tape).header["model"]
+        assert not re.search(r"sk-[A-Za-z0-9_\-]{8,}|Bearer\s|authorization", text, re.I), tape
