@@ -183,7 +183,7 @@ def _notebook_text(path):
 
 
 def test_a_notebook_recorded_live_replays_under_strict_nbval(tmp_path):
-    """02_tools recorded against the fake server, then executed in replay mode: its outputs match
+    """04_loop recorded against the fake server, then executed in replay mode: its outputs match
     the live run's exactly (only the line naming the model differs), and strict nbval re-running
     it in replay mode passes: the recorded model's words are a regression test."""
     import shutil
@@ -193,7 +193,7 @@ def test_a_notebook_recorded_live_replays_under_strict_nbval(tmp_path):
     tapes, live_copy, replay_copy = tmp_path / "cassettes", tmp_path / "live", tmp_path / "replay"
     for folder in (tapes, live_copy, replay_copy):
         folder.mkdir()
-    source = ROOT / "notebooks" / "02_tools.ipynb"
+    source = ROOT / "notebooks" / "04_loop.ipynb"
     for folder in (live_copy, replay_copy):
         shutil.copy(source, folder / source.name)
     replay_env = {**offline_environ(), "LABKIT_MODE": "replay", "LABKIT_CASSETTE_DIR": str(tapes)}
@@ -207,7 +207,7 @@ def test_a_notebook_recorded_live_replays_under_strict_nbval(tmp_path):
         }
         execute_notebooks.execute(live_copy / source.name, record_env)
         assert server.requests, "record mode sent nothing to the server"
-    assert (tapes / "02_tools.jsonl").is_file()
+    assert (tapes / "04_loop.jsonl").is_file()
     execute_notebooks.execute(replay_copy / source.name, replay_env)
     replayed = (replay_copy / source.name).read_text()
     assert "replay: replaying a recording of tiny-test-model" in replayed  # not the script
