@@ -23,7 +23,7 @@ from .errors import (
     explain,
 )
 from .guardrails import Guards, guards, run_guarded
-from .live import ChatModel, ResponsesModel, connect, describe, doctor, request_preview
+from .live import ChatModel, ResponsesModel, connect, describe, request_preview
 from .loop import STOP_REASONS, Decision, Guard, RunResult, run
 from .models import (
     Message,
@@ -43,7 +43,7 @@ from .models import (
     turn,
     user,
 )
-from .probe import probe
+from .probe import doctor, probe
 from .runtime import Action, OperationStore, State, ToolRuntime, operation_id, reduce, run_agent
 from .schema import ArgumentError, UnsupportedSchema, parse_arguments, validate_arguments
 from .tools import RISKS, Tool, ToolRegistry, execute, tool

@@ -4,22 +4,19 @@ Built in 01_setup. `ResponsesModel` (Responses API, store=False, the default) an
 (Chat Completions, what most OpenAI-compatible local servers speak) return the same Reply as the
 scripted model, whole (`respond`) or streamed (`stream`), with strict JSON-schema output on request.
 `connect()` picks a model from the settings (scripted, live, recording or replaying a cassette);
-`request_preview()` shows the exact JSON body live mode would POST, computed offline; `doctor()`
-says whether live mode can start. Every SDK failure becomes a one-line labkit error without the
-key; the key itself lives only in the SDK client (`openai_client` makes every one).
+`request_preview()` shows the exact JSON body live mode would POST, computed offline. Every SDK
+failure becomes a one-line labkit error without the key; the key itself lives only in the SDK
+client (`openai_client` makes every one). `doctor()` and `probe()` are in probe.py.
 Deliberately left out: images and audio, async, automatic retries.
 """
 
 import json
-import sys
-from importlib import metadata
 
 from . import cassettes
 from .config import (
     DEFAULT_MODEL,
     OFFICIAL_BASE_URL,
     PROVIDERS,
-    REPO_ROOT,
     TIMEOUT_SECONDS,
     checked_retries,
     checked_timeout,
@@ -29,7 +26,7 @@ from .config import (
     redact,
     shown_url,
 )
-from .errors import ServiceError, UserError, call_service, explain
+from .errors import ServiceError, UserError, call_service
 from .models import (
     Completed,
     OutputSchema,
@@ -456,99 +453,3 @@ def describe(model) -> str:
     where = "the OpenAI API" if model.base_url == OFFICIAL_BASE_URL else model.base_url
     api = "Responses API" if isinstance(model, ResponsesModel) else "Chat Completions API"
     return f"live: {model.model} via {where} ({api}); answers vary from run to run."
-
-
-# ---------------------------------------------------------------- the doctor
-
-
-def _package_report():
-    """Compare installed versions with requirements-lock.txt; return one line."""
-    lock = REPO_ROOT / "requirements-lock.txt"
-    if not lock.is_file():
-        return "lock file not found (labkit was installed outside its repository)"
-    wrong = []
-    for line in lock.read_text().splitlines():
-        name, sep, pinned = line.partition("==")
-        if not sep or line.startswith("#"):
-            continue
-        try:
-            installed = metadata.version(name.strip())
-        except metadata.PackageNotFoundError:
-            wrong.append(f"{name} missing")
-            continue
-        if installed.split("+")[0] != pinned.strip():
-            wrong.append(f"{name} {installed} (lock: {pinned.strip()})")
-    if not wrong:
-        return "match requirements-lock.txt  ok"
-    return f"{len(wrong)} differ from the lock: {', '.join(wrong[:4])} — run: make clean-venv lab"
-
-
-def doctor(environ: dict | None = None) -> bool:
-    """Print a health report: Python, packages, mode, .env, key (never its value), model, endpoint.
-
-    Returns whether labkit can run as configured; when it cannot, a "problem" line says why.
-    Example: labkit.doctor()   # run it first when something does not work
-    """
-    version = ".".join(map(str, sys.version_info[:3]))
-    py_ok = sys.version_info >= (3, 11)
-    lines = [
-        "labkit doctor",
-        f"  python      {version}  {'ok' if py_ok else 'too old: labkit needs 3.11 or newer'}",
-        f"  packages    {_package_report()}",
-    ]
-    problems = (
-        []
-        if py_ok
-        else [
-            f"python {version} is too old — install Python 3.11+ and run: "
-            "make clean-venv lab PY=python3.11"
-        ]
-    )
-    try:
-        s = load_settings(environ=environ)
-    except UserError as exc:
-        s, problems = None, [*problems, explain(exc)]
-    if s is not None:
-        bad_key = s.key_problem()
-        if s.api_key is None:  # truthful: never "present" for a key that is not set
-            key_line = (
-                f"{s.key_name} not set ("
-                + (
-                    "needed only for live mode"
-                    if key_required(s.base_url, s.key_name)
-                    else "a local server usually needs none"
-                )
-                + ")"
-            )
-        elif bad_key:
-            key_line = f"{s.key_name} present but malformed: {bad_key}"
-        else:
-            key_line = (
-                f"{s.key_name} present and well-formed, set in {s.key_source} (value never shown)"
-            )
-        endpoint = (
-            "official OpenAI endpoint"
-            if s.official
-            else f"LABKIT_BASE_URL (not OpenAI): {shown_url(s.base_url)}, API: {s.api}"
-        )
-        if s.provider:  # a preset names where its key goes: say which one is active
-            endpoint = f"preset {s.provider} (LABKIT_PROVIDER): " + (
-                f"{shown_url(s.base_url)}, API: {s.api}" if not s.official else endpoint
-            )
-        lines += [
-            f"  mode        {s.mode}",
-            f"  .env        {s.env_file or s.env_note}",
-            f"  key         {key_line}",
-            f"  model       {s.model}",
-            f"  endpoint    {endpoint}",
-        ]
-        if s.ignored:
-            lines.append(
-                f"  ignored     {', '.join(s.ignored)} (labkit never sends your key to "
-                "it; use LABKIT_BASE_URL + LABKIT_API to opt in)"
-            )
-        if s.mode == "live" and bad_key:
-            problems.append(f"live mode cannot start: {bad_key}")
-    lines += [f"  problem     {problem}" for problem in problems]
-    print("\n".join(lines))
-    return not problems

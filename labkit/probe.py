@@ -1,6 +1,7 @@
-"""The endpoint probe: ask the configured server what it supports before a lesson finds out.
+"""Diagnostics: `doctor()` reports your setup; `probe()` asks the endpoint what it supports.
 
-Built in 01_setup. `probe()` sends a few small requests through each API (Responses, Chat): does it
+Built in 01_setup. `doctor()` prints Python, packages, mode, .env, key (never its value), model and
+endpoint. `probe()` sends a few small requests through each API (Responses, Chat): does it
 answer, does a forced tool call come back as a tool call, is a strict JSON schema honoured, is
 usage reported, and does the model answer after a tool output or call the tool again (some local
 servers loop on Responses-style tool outputs). It prints a table and the LABKIT_API to use.
@@ -9,9 +10,11 @@ Berkeley function-calling leaderboard) test a model's tool use far more widely.
 """
 
 import json
+import sys
+from importlib import metadata
 
-from .config import load_settings, shown_url
-from .errors import LabkitError, explain
+from .config import REPO_ROOT, key_required, load_settings, shown_url
+from .errors import LabkitError, UserError, explain
 from .live import ChatModel, ResponsesModel
 from .models import Message, OutputSchema, ToolCall, schema_problem, tool_message, user
 
@@ -150,3 +153,99 @@ def probe(environ: dict | None = None, show=print) -> dict:
     )
     show("\n".join(lines))
     return results
+
+
+# ---------------------------------------------------------------- the doctor
+
+
+def _package_report():
+    """Compare installed versions with requirements-lock.txt; return one line."""
+    lock = REPO_ROOT / "requirements-lock.txt"
+    if not lock.is_file():
+        return "lock file not found (labkit was installed outside its repository)"
+    wrong = []
+    for line in lock.read_text().splitlines():
+        name, sep, pinned = line.partition("==")
+        if not sep or line.startswith("#"):
+            continue
+        try:
+            installed = metadata.version(name.strip())
+        except metadata.PackageNotFoundError:
+            wrong.append(f"{name} missing")
+            continue
+        if installed.split("+")[0] != pinned.strip():
+            wrong.append(f"{name} {installed} (lock: {pinned.strip()})")
+    if not wrong:
+        return "match requirements-lock.txt  ok"
+    return f"{len(wrong)} differ from the lock: {', '.join(wrong[:4])} — run: make clean-venv lab"
+
+
+def doctor(environ: dict | None = None) -> bool:
+    """Print a health report: Python, packages, mode, .env, key (never its value), model, endpoint.
+
+    Returns whether labkit can run as configured; when it cannot, a "problem" line says why.
+    Example: labkit.doctor()   # run it first when something does not work
+    """
+    version = ".".join(map(str, sys.version_info[:3]))
+    py_ok = sys.version_info >= (3, 11)
+    lines = [
+        "labkit doctor",
+        f"  python      {version}  {'ok' if py_ok else 'too old: labkit needs 3.11 or newer'}",
+        f"  packages    {_package_report()}",
+    ]
+    problems = (
+        []
+        if py_ok
+        else [
+            f"python {version} is too old — install Python 3.11+ and run: "
+            "make clean-venv lab PY=python3.11"
+        ]
+    )
+    try:
+        s = load_settings(environ=environ)
+    except UserError as exc:
+        s, problems = None, [*problems, explain(exc)]
+    if s is not None:
+        bad_key = s.key_problem()
+        if s.api_key is None:  # truthful: never "present" for a key that is not set
+            key_line = (
+                f"{s.key_name} not set ("
+                + (
+                    "needed only for live mode"
+                    if key_required(s.base_url, s.key_name)
+                    else "a local server usually needs none"
+                )
+                + ")"
+            )
+        elif bad_key:
+            key_line = f"{s.key_name} present but malformed: {bad_key}"
+        else:
+            key_line = (
+                f"{s.key_name} present and well-formed, set in {s.key_source} (value never shown)"
+            )
+        endpoint = (
+            "official OpenAI endpoint"
+            if s.official
+            else f"LABKIT_BASE_URL (not OpenAI): {shown_url(s.base_url)}, API: {s.api}"
+        )
+        if s.provider:  # a preset names where its key goes: say which one is active
+            endpoint = f"preset {s.provider} (LABKIT_PROVIDER): " + (
+                f"{shown_url(s.base_url)}, API: {s.api}" if not s.official else endpoint
+            )
+        lines += [
+            f"  mode        {s.mode}",
+            f"  .env        {s.env_file or s.env_note}",
+            f"  key         {key_line}",
+            f"  model       {s.model}",
+            f"  endpoint    {endpoint}",
+        ]
+        if s.ignored:
+            lines.append(
+                f"  ignored     {', '.join(s.ignored)} (labkit never sends your key to "
+                "it; use LABKIT_BASE_URL + LABKIT_API to opt in)"
+            )
+        if s.mode == "live" and bad_key:
+            problems.append(f"live mode cannot start: {bad_key}")
+    lines += [f"  problem     {problem}" for problem in problems]
+    print("\n".join(lines))
+    return not problems
