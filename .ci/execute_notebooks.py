@@ -2,6 +2,10 @@
 
 Usage: python .ci/execute_notebooks.py notebooks/01_setup.ipynb [more.ipynb ...]
        (or: make notebooks NB=notebooks/01_setup.ipynb; without NB, every notebook)
+       --mode live|record|replay --provider NAME --keep: run them another way and keep the
+       .ipynb as it is (make test-local: live against the local model; make cassettes: record
+       each notebook's Go live cells into data/cassettes/). With --provider local the local
+       model is started for the run (and stopped after it) unless one is already serving.
 
 Outputs are written back into the .ipynb (the single source of a notebook); cell metadata
 added by execution is dropped so diffs stay readable (nbstripout --keep-output --keep-count).
@@ -9,8 +13,11 @@ The stored kernelspec is the installed kernel's, so JupyterLab opens a notebook 
 tests/test_notebooks.py checks what this script promises, with the functions below.
 """
 
+import argparse
+import contextlib
 import os
 import sys
+import time
 from pathlib import Path
 
 import nbformat
@@ -48,7 +55,7 @@ def clean(nb):
     return nb
 
 
-def execute(path):
+def execute(path, env=None, keep=False):
     nb = nbformat.read(path, as_version=4)
     nb.metadata["kernelspec"] = installed_kernelspec()
     client = NotebookClient(
@@ -58,12 +65,53 @@ def execute(path):
         record_timing=False,
         resources={"metadata": {"path": str(Path(path).parent)}},
     )
-    client.execute(env=offline_environ())
-    nbformat.write(clean(nb), path)
+    client.execute(env=offline_environ() if env is None else env)
+    if not keep:
+        nbformat.write(clean(nb), path)
     print(f"executed {os.path.relpath(path, ROOT)}")
 
 
+def environment(mode, provider):
+    """The kernel's environment: the offline one, or the shell's (its keys) switched to `mode`."""
+    if mode in ("offline", "replay") or provider == "local":  # no key is needed: none is passed
+        env = offline_environ()
+    else:
+        env = dict(os.environ)
+    env["LABKIT_MODE"] = mode
+    if provider:
+        env["LABKIT_PROVIDER"] = provider
+    return env
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description="Re-execute notebooks in a fresh kernel.")
+    parser.add_argument("notebooks", nargs="*")
+    parser.add_argument(
+        "--mode", default="offline", choices=("offline", "live", "record", "replay")
+    )
+    parser.add_argument("--provider", default=None, help="a LABKIT_PROVIDER preset, e.g. local")
+    parser.add_argument("--keep", action="store_true", help="do not write outputs back")
+    args = parser.parse_args(argv)
+    targets = args.notebooks or sorted(str(p) for p in (ROOT / "notebooks").glob("*.ipynb"))
+    env = environment(args.mode, args.provider)
+    serving = contextlib.nullcontext()
+    if args.provider == "local" and args.mode in ("live", "record"):
+        from labkit.__main__ import local_server
+
+        serving = local_server()
+    failed = []
+    with serving:
+        for target in targets:
+            started = time.monotonic()
+            try:
+                execute(target, env, args.keep)
+            except Exception as error:  # a cell failed: name it, go on with the next notebook
+                failed.append(target)
+                print(f"FAILED {target}: {str(error).strip().splitlines()[-1][:300]}")
+            print(f"  {time.monotonic() - started:.0f} s ({args.mode})")
+    print(f"{len(targets) - len(failed)} passed, {len(failed)} failed")
+    return 1 if failed else 0
+
+
 if __name__ == "__main__":
-    targets = sys.argv[1:] or sorted(str(p) for p in (ROOT / "notebooks").glob("*.ipynb"))
-    for target in targets:
-        execute(target)
+    sys.exit(main(sys.argv[1:]))

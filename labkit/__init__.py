@@ -26,16 +26,18 @@ from .errors import (
     explain,
 )
 from .guardrails import Guards, guards, run_guarded
-from .live import ChatModel, ResponsesModel, connect, describe, doctor, request_preview
+from .live import ChatModel, ResponsesModel, connect, describe, request_preview
 from .loop import STOP_REASONS, Decision, Guard, RunResult, run
 from .models import (
     Message,
+    OutputSchema,
     Reply,
     ScriptedModel,
     ToolCall,
     ToolSpec,
     Usage,
     call,
+    collect,
     incomplete,
     raw_call,
     say,
@@ -44,6 +46,7 @@ from .models import (
     turn,
     user,
 )
+from .probe import doctor, probe
 from .runtime import Action, OperationStore, State, ToolRuntime, operation_id, reduce, run_agent
 from .schema import ArgumentError, UnsupportedSchema, parse_arguments, validate_arguments
 from .tools import RISKS, Tool, ToolRegistry, execute, tool
@@ -53,6 +56,7 @@ __all__ = [
     "check",
     "doctor",
     "explain",
+    "probe",
     "load_settings",
     "redact",
     "GuardrailTripped",
@@ -67,9 +71,11 @@ __all__ = [
     "ResponsesModel",
     "ScriptedModel",
     "ToolCall",
+    "OutputSchema",
     "ToolSpec",
     "Usage",
     "call",
+    "collect",
     "connect",
     "describe",
     "incomplete",

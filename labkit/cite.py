@@ -3,8 +3,9 @@
 Built in 06_rag (with labkit.rag). `build_context` lays out rules, task, evidence (each block
 labelled untrusted, with its source_id) and history, dropping whole blocks to fit a budget and
 reporting which source ids it left out. An `Answer` is claims with source ids; `validate_answer`
-checks their ids; `citation_report` measures completeness and support. Offline, `extractive_answer`
-quotes the best chunk: no model writes anything.
+checks their ids; `citation_report` measures completeness and support. Live, ANSWER_SCHEMA asks the
+server for strict JSON of that shape; parse_answer stays the backstop for a server that ignores it.
+Offline, `extractive_answer` quotes the best chunk: no model writes anything.
 Deliberately left out: a trained judge of support (production: an NLI model or an LLM judge; a
 word-overlap check stands in), sentence-level attribution, and exact token counts (estimate_tokens
 stands in; production counts with the model's tokenizer, e.g. tiktoken, passed as `count`).
@@ -15,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 
 from .errors import ModelBehaviorError, UserError
-from .models import estimate_tokens
+from .models import OutputSchema, estimate_tokens
 from .rag import tokenize
 
 RULES = (
@@ -28,6 +29,30 @@ ANSWER_FORMAT = (
     '"claims": [{"text": "...", "source_ids": ["doc#n", ...]}]}'
 )
 STATUSES = ("answered", "insufficient_evidence")
+# ANSWER_FORMAT as a strict JSON schema: structured output (the server constrains the reply)
+ANSWER_SCHEMA = OutputSchema(
+    "claims",
+    {
+        "type": "object",
+        "properties": {
+            "status": {"type": "string", "enum": list(STATUSES)},
+            "claims": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "text": {"type": "string"},
+                        "source_ids": {"type": "array", "items": {"type": "string"}},
+                    },
+                    "required": ["text", "source_ids"],
+                    "additionalProperties": False,
+                },
+            },
+        },
+        "required": ["status", "claims"],
+        "additionalProperties": False,
+    },
+)
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ No key is printed, logged or stored by labkit: `redact()` scrubs every configure
 .env, any length), anything key-like, and credentials in URLs. The explanation of failures lives
 beside the errors it explains (labkit.errors).
 
+Provider presets (`LABKIT_PROVIDER`) name an endpoint, its API and its own key variable.
 Deliberately left out: config files other than .env, per-project profiles, proxy settings,
 Azure/OpenAI organisations. A stray OPENAI_BASE_URL is ignored on purpose (see `load_settings`).
 """
@@ -27,11 +28,92 @@ from .errors import UserError
 DEFAULT_MODEL = "gpt-5-mini"  # the one default; override with OPENAI_MODEL
 OFFICIAL_BASE_URL = "https://api.openai.com/v1"
 TIMEOUT_SECONDS = 30.0  # per request; no silent retries unless asked
-MODES = ("offline", "live")
+# record: live, and every reply is kept in a cassette; replay: a cassette answers, offline
+MODES = ("offline", "live", "record", "replay")
 APIS = ("responses", "chat")
-KEY_NAMES = ("OPENAI_API_KEY", "LABKIT_API_KEY")  # every variable a key can be set in
+
+
+@dataclass(frozen=True)
+class Provider:
+    """An endpoint preset: where it is, which API it speaks, and the one variable its key is in."""
+
+    name: str
+    base_url: str
+    api: str
+    key_name: str  # its key goes to this base_url and nowhere else
+    model: str | None  # the default model name; None: OPENAI_MODEL must name one
+    server: str  # how a cassette's label names the server
+    timeout: float = TIMEOUT_SECONDS  # per request, unless LABKIT_TIMEOUT says otherwise
+    max_output_tokens: int | None = None  # each reply's cap when connect() is given none
+
+
+LOCAL_PORT = 8011  # `make local-model` serves SmolLM2-135M-Instruct here
+PROVIDERS = {
+    p.name: p
+    for p in (
+        Provider(
+            "openai",
+            "https://api.openai.com/v1",
+            "responses",
+            "OPENAI_API_KEY",
+            "gpt-5-mini",
+            "OpenAI API",
+        ),
+        Provider(
+            "local",
+            f"http://127.0.0.1:{LOCAL_PORT}/v1",
+            "chat",
+            "LABKIT_API_KEY",
+            "SmolLM2-135M-Instruct",
+            "llama.cpp, local: a tiny real model",
+            300.0,  # 2 shared cores: a long reply or a prompt with tools can take minutes
+            512,  # a tiny model may ramble on until its context (8192 tokens) is full
+        ),
+        Provider("ollama", "http://127.0.0.1:11434/v1", "chat", "LABKIT_API_KEY", None, "Ollama"),
+        Provider("vllm", "http://127.0.0.1:8000/v1", "chat", "LABKIT_API_KEY", None, "vLLM"),
+        Provider(
+            "lmstudio", "http://127.0.0.1:1234/v1", "chat", "LABKIT_API_KEY", None, "LM Studio"
+        ),
+        Provider(
+            "llamacpp",
+            "http://127.0.0.1:8080/v1",
+            "chat",
+            "LABKIT_API_KEY",
+            None,
+            "llama.cpp server",
+        ),
+        Provider(
+            "deepseek",
+            "https://api.deepseek.com/v1",
+            "chat",
+            "DEEPSEEK_API_KEY",
+            "deepseek-chat",
+            "DeepSeek API",
+        ),
+        Provider(
+            "dashscope",
+            "https://dashscope.aliyuncs.com/compatible-mode/v1",
+            "chat",
+            "DASHSCOPE_API_KEY",
+            "qwen-plus",
+            "DashScope (Qwen) API",
+        ),
+        Provider(
+            "openrouter",
+            "https://openrouter.ai/api/v1",
+            "chat",
+            "OPENROUTER_API_KEY",
+            None,
+            "OpenRouter",
+        ),
+    )
+}
+# every variable a key can be set in (redact() scrubs them all)
+KEY_NAMES = tuple(dict.fromkeys(["OPENAI_API_KEY", *(p.key_name for p in PROVIDERS.values())]))
 SETTING_NAMES = (
     "LABKIT_MODE",
+    "LABKIT_PROVIDER",
+    "LABKIT_CASSETTE_DIR",
     "OPENAI_MODEL",
     "LABKIT_API",
     "LABKIT_BASE_URL",
@@ -47,6 +129,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = REPO_ROOT / "data"
 DOCS_DIR = DATA_DIR / "docs"  # the teaching corpus and the lab pages
 EVALS_DIR = DATA_DIR / "evals"  # frozen scenario, attack and query sets
+CASSETTE_DIR = DATA_DIR / "cassettes"  # recorded live runs, one per notebook
 RUNTIME_DIR = REPO_ROOT / ".runtime"  # git-ignored: the default stores and caches
 
 
@@ -73,7 +156,7 @@ def shown_url(url: str) -> str:
 class Settings:
     """Everything the switch needs. The key is read through a function: vars(), repr() lack it."""
 
-    mode: str = "offline"  # "offline" | "live"
+    mode: str = "offline"  # one of MODES
     model: str = DEFAULT_MODEL
     api: str = "responses"  # "responses" | "chat"
     base_url: str = OFFICIAL_BASE_URL  # official unless LABKIT_BASE_URL opts in
@@ -84,6 +167,8 @@ class Settings:
     env_file: str | None = None  # where .env was read from, as the learner would say it
     env_note: str = ""  # why no .env was read, when none was
     ignored: tuple = ()  # variables present but ignored on purpose
+    provider: str | None = None  # the LABKIT_PROVIDER preset in use; None: none chosen
+    cassette_dir: Path = CASSETTE_DIR  # where record writes and replay reads cassettes
     read_key: Callable = field(default=lambda: None, repr=False, compare=False)
 
     @property
@@ -97,7 +182,8 @@ class Settings:
 
     def key_problem(self) -> str | None:
         """What is wrong with the configured key, saying where it was set; None if it is usable."""
-        return key_problem(self.api_key, self.official, self.key_name, self.key_source)
+        required = key_required(self.base_url, self.key_name)
+        return key_problem(self.api_key, self.official, self.key_name, self.key_source, required)
 
     def __repr__(self):  # the base URL may carry a password
         shown = {f.name: getattr(self, f.name) for f in fields(self) if f.repr}
@@ -303,10 +389,17 @@ def load_settings(mode: str | None = None, environ: dict | None = None) -> Setti
     if mode not in MODES:
         raise UserError(
             f"{name}={_clip(raw)!r}{_set_in(where)} is not a mode — use "
-            f"{name}=offline or {name}=live"
+            f"{name}=offline, live, record or replay"
+        )
+    raw, where = find("LABKIT_PROVIDER")
+    provider = PROVIDERS.get((raw or "").strip().lower())
+    if raw is not None and provider is None:
+        raise UserError(
+            f"LABKIT_PROVIDER={_clip(raw)!r}{_set_in(where)} is not a preset — use one of "
+            f"{', '.join(PROVIDERS)} (or unset it and set LABKIT_BASE_URL + LABKIT_API)"
         )
     raw, where = find("LABKIT_API")
-    api = (raw or "").strip().lower()
+    api = (raw or "").strip().lower() or (provider.api if provider else "")
     if raw is not None and api not in APIS:
         raise UserError(
             f"LABKIT_API={_clip(raw)!r}{_set_in(where)} is not an API — use "
@@ -327,20 +420,37 @@ def load_settings(mode: str | None = None, environ: dict | None = None) -> Setti
                 f"LABKIT_BASE_URL is set{_set_in(where)} but LABKIT_API is not — set "
                 "LABKIT_API=responses or LABKIT_API=chat: the API the server speaks"
             )
-        key_name = "LABKIT_API_KEY"  # subtle: the OpenAI key never goes to another server
+        key_name = "LABKIT_API_KEY"  # subtle: a preset's key never goes to another server
+        if provider and base_url == provider.base_url:
+            key_name = provider.key_name  # the preset's own endpoint, spelled out
+    elif provider:
+        base_url, key_name = provider.base_url, provider.key_name
     else:
         base_url, key_name = OFFICIAL_BASE_URL, "OPENAI_API_KEY"
     raw, where = find("LABKIT_TIMEOUT")
-    timeout = TIMEOUT_SECONDS if raw is None else checked_timeout(raw, "LABKIT_TIMEOUT", where)
+    default_timeout = provider.timeout if provider else TIMEOUT_SECONDS
+    timeout = default_timeout if raw is None else checked_timeout(raw, "LABKIT_TIMEOUT", where)
     raw, where = find("LABKIT_MAX_RETRIES")
     retries = 0 if raw is None else checked_retries(raw, "LABKIT_MAX_RETRIES", where)
     raw, where = find("OPENAI_MODEL")
-    model = (raw or DEFAULT_MODEL).strip()
+    model = (raw or (provider.model if provider else DEFAULT_MODEL) or "").strip()
+    if not model and mode in ("live", "record"):
+        raise UserError(
+            f"LABKIT_PROVIDER={provider.name} has no default model — set OPENAI_MODEL to the "
+            "name that server gives the model (e.g. OPENAI_MODEL=llama3.2 for Ollama)"
+        )
     if not model.isprintable() or any(c.isspace() for c in model):
         raise UserError(
             f"OPENAI_MODEL={_clip(raw)!r}{_set_in(where)} has a space or an "
             "invisible character in it — write the model name alone, e.g. "
             f"OPENAI_MODEL={DEFAULT_MODEL}"
+        )
+    raw, where = find("LABKIT_CASSETTE_DIR")
+    cassette_dir = Path(raw.strip()) if raw is not None else CASSETTE_DIR
+    if raw is not None and not cassette_dir.is_dir():
+        raise UserError(
+            f"LABKIT_CASSETTE_DIR={_clip(raw, 60)!r}{_set_in(where)} is not a folder — create "
+            "it, or unset LABKIT_CASSETTE_DIR to use data/cassettes"
         )
     key, key_source = find(key_name)
     return Settings(
@@ -356,7 +466,18 @@ def load_settings(mode: str | None = None, environ: dict | None = None) -> Setti
         env_note=note,
         read_key=lambda: key,
         ignored=tuple(n for n in ("OPENAI_BASE_URL",) if find(n)[0]),
+        provider=provider.name if provider else None,
+        cassette_dir=cassette_dir,
     )
+
+
+def key_required(base_url: str, key_name: str) -> bool:
+    """A hosted API (OpenAI, a cloud preset) needs a key; a server on this machine usually does not.
+
+    Example: key_required("http://127.0.0.1:11434/v1", "LABKIT_API_KEY")  ->  False
+    """
+    # a cloud preset's own variable (DEEPSEEK_API_KEY, ...) means a hosted API too
+    return base_url == OFFICIAL_BASE_URL or key_name not in ("OPENAI_API_KEY", "LABKIT_API_KEY")
 
 
 def key_problem(
@@ -364,14 +485,16 @@ def key_problem(
     official: bool = True,
     key_name: str = "OPENAI_API_KEY",
     source: str | None = None,
+    required: bool | None = None,
 ) -> str | None:
     """Return what is wrong with a key as one line, or None when it looks usable. Never echoes it.
 
     `source` says where the key was set ("the shell", ".env line 7"): the fix points there.
+    `required` (default: official) says a missing key is a problem; local servers need none.
     Example: key_problem('"sk-abc"')  ->  'OPENAI_API_KEY is wrapped in quotes — ...'
     """
     if key is None or key.strip() == "":
-        if not official:
+        if not (official if required is None else required):
             return None  # local servers usually need no key
         return (
             f"{key_name} is not set — put {key_name}=sk-... in .env "

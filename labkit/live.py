@@ -2,32 +2,43 @@
 
 Built in 01_setup. `ResponsesModel` (Responses API, store=False, the default) and `ChatModel`
 (Chat Completions, what most OpenAI-compatible local servers speak) return the same Reply as the
-scripted model. `connect()` picks a model from the settings; `request_preview()` shows the exact
-JSON body live mode would POST, computed offline; `doctor()` says whether live mode can start.
-Every SDK failure becomes a labkit error whose message is one line and never contains the key;
-the key itself lives only in the SDK client (`openai_client` makes every one).
-
-Deliberately left out: streaming, images and audio, structured outputs, async, automatic retries.
+scripted model, whole (`respond`) or streamed (`stream`), with strict JSON-schema output on request.
+`connect()` picks a model from the settings (scripted, live, recording or replaying a cassette);
+`request_preview()` shows the exact JSON body live mode would POST, computed offline. Every SDK
+failure becomes a one-line labkit error without the key; the key itself lives only in the SDK
+client (`openai_client` makes every one). `doctor()` and `probe()` are in probe.py.
+Deliberately left out: images and audio, async, automatic retries.
 """
 
 import json
-import sys
-from importlib import metadata
 
+from . import cassettes
 from .config import (
     DEFAULT_MODEL,
     OFFICIAL_BASE_URL,
-    REPO_ROOT,
+    PROVIDERS,
     TIMEOUT_SECONDS,
     checked_retries,
     checked_timeout,
     key_problem,
+    key_required,
     load_settings,
     redact,
     shown_url,
 )
-from .errors import ServiceError, UserError, call_service, explain
-from .models import Reply, ScriptedModel, ToolCall, Usage, check_pairing, tighter, to_api
+from .errors import ServiceError, UserError, call_service
+from .models import (
+    Completed,
+    OutputSchema,
+    Reply,
+    ScriptedModel,
+    ToolCall,
+    Usage,
+    check_pairing,
+    tighter,
+    to_api,
+)
+from .stream import chat_events, responses_events
 
 
 def read_output(items: list) -> tuple[str, list[ToolCall]]:
@@ -73,6 +84,7 @@ def responses_body(
     tools=(),
     replay_reasoning: bool = False,
     max_output_tokens: int | None = None,
+    output_schema: OutputSchema | None = None,
 ) -> dict:
     """The JSON body for POST /responses (store=False: the server keeps nothing between turns)."""
     check_pairing(messages)
@@ -98,11 +110,27 @@ def responses_body(
         body["include"] = ["reasoning.encrypted_content"]
     if max_output_tokens:
         body["max_output_tokens"] = max_output_tokens  # reasoning tokens count too
+    if output_schema:
+        body["text"] = {"format": {"type": "json_schema", **_strict(output_schema)}}
     return body
 
 
-def chat_body(model: str, messages: list, tools=(), max_output_tokens: int | None = None) -> dict:
-    """The JSON body for POST /chat/completions (tool results are role "tool" messages)."""
+def _strict(output_schema):
+    return {"name": output_schema.name, "schema": output_schema.schema, "strict": True}
+
+
+def chat_body(
+    model: str,
+    messages: list,
+    tools=(),
+    max_output_tokens: int | None = None,
+    output_schema: OutputSchema | None = None,
+    cap_name: str = "max_completion_tokens",
+) -> dict:
+    """The JSON body for POST /chat/completions (tool results are role "tool" messages).
+
+    cap_name: OpenAI wants max_completion_tokens; most other servers only know max_tokens.
+    """
     check_pairing(messages)
     out = []
     for m in messages:
@@ -112,7 +140,7 @@ def chat_body(model: str, messages: list, tools=(), max_output_tokens: int | Non
             out.append(
                 {
                     "role": "assistant",
-                    "content": m.content or None,
+                    "content": m.content,  # text, even empty: some servers refuse null
                     "tool_calls": [
                         {
                             "id": c.id,
@@ -129,7 +157,9 @@ def chat_body(model: str, messages: list, tools=(), max_output_tokens: int | Non
     if tools:
         body["tools"] = [to_api(t, "chat") for t in tools]
     if max_output_tokens:
-        body["max_completion_tokens"] = max_output_tokens
+        body[cap_name] = max_output_tokens
+    if output_schema:
+        body["response_format"] = {"type": "json_schema", "json_schema": _strict(output_schema)}
     return body
 
 
@@ -173,7 +203,8 @@ def openai_client(
     Live models and live embeddings (labkit.embed) both get their client here.
     Example: openai_client(settings.api_key, settings.base_url).models.list()
     """
-    problem = key_problem(api_key, base_url == OFFICIAL_BASE_URL, key_name, key_source)
+    official, required = base_url == OFFICIAL_BASE_URL, key_required(base_url, key_name)
+    problem = key_problem(api_key, official, key_name, key_source, required)
     if problem:
         raise UserError(problem)
     timeout, max_retries = checked_timeout(timeout), checked_retries(max_retries)
@@ -212,14 +243,14 @@ class _LiveModel:
         self.max_output_tokens = max_output_tokens
         self.usage = Usage()  # sums only what the server reported
         self.unreported_turns = 0  # replies that came without usage
+        self.last_raw = None  # the JSON the SDK returned for the last reply sent whole
 
     def _redact(self, text):
         """text without this model's key (which need not be a configured one)."""
         return redact(text, (self._client.api_key,))
 
-    def respond(self, messages: list, tools=(), max_output_tokens: int | None = None) -> Reply:
-        """Send the messages; cap the reply at the tighter of the model's and this call's cap."""
-        body = self.request_preview(messages, tools, max_output_tokens)
+    def _call(self, body):
+        """POST the body through the SDK; a failure to start becomes one labkit error."""
         raw = call_service(
             lambda: self._send(body),
             self.model,
@@ -233,15 +264,43 @@ class _LiveModel:
                 f"bad response: {self.base_url} answered with a web page or plain text, "
                 "not JSON — the base URL must be the API root (usually ending in /v1)"
             )
-        # warnings=False — a server may send a field the SDK's types do not expect (a tool
-        # name as a list); _parse reads whatever came, so the SDK's serializer warning is only noise
-        data = raw.to_dict(warnings=False) if hasattr(raw, "to_dict") else raw
-        reply = self._parse(data)
+        return raw
+
+    def _count(self, reply):
         if reply.usage is None:
             self.unreported_turns += 1
         else:
             self.usage = self.usage + reply.usage
         return reply
+
+    def respond(
+        self, messages: list, tools=(), max_output_tokens=None, output_schema=None
+    ) -> Reply:
+        """Send the messages; cap the reply at the tighter of the model's and this call's cap."""
+        return self.send(self.request_preview(messages, tools, max_output_tokens, output_schema))
+
+    def send(self, body: dict) -> Reply:
+        """POST this exact body (a request_preview, perhaps changed) and read the reply.
+
+        Example: model.send({**model.request_preview(msgs, tools), "tool_choice": "required"})
+        """
+        raw = self._call(body)
+        # warnings=False — a server may send a field the SDK's types do not expect (a tool
+        # name as a list); _parse reads whatever came, so the SDK's serializer warning is only noise
+        self.last_raw = raw.to_dict(warnings=False) if hasattr(raw, "to_dict") else raw
+        return self._count(self._parse(self.last_raw))
+
+    def stream(self, messages: list, tools=(), max_output_tokens=None, output_schema=None):
+        """Send the messages with stream=True; yield TextDelta, ToolCallDelta, then Completed.
+
+        Example: reply = collect(model.stream([user("ping")]))
+        """
+        body = self.request_preview(messages, tools, max_output_tokens, output_schema)
+        events = self._read(self._call({**body, **self._streaming}), self._parse)
+        for event in events:
+            if isinstance(event, Completed):
+                self._count(event.reply)
+            yield event
 
     def __repr__(self):
         return f"{type(self).__name__}(model={self.model!r}, endpoint={self.base_url!r})"
@@ -261,13 +320,15 @@ class ResponsesModel(_LiveModel):
         super().__init__(model, **options)
         self.replay_reasoning = replay_reasoning
 
-    def request_preview(
-        self, messages: list, tools=(), max_output_tokens: int | None = None
-    ) -> dict:
+    _streaming, _read = {"stream": True}, staticmethod(responses_events)
+
+    def request_preview(self, messages: list, tools=(), max_output_tokens=None, output_schema=None):
         """The exact JSON body this model would POST to /responses.
         Example: model.request_preview(msgs)"""
         cap = tighter(self.max_output_tokens, max_output_tokens)
-        return responses_body(self.model, messages, tools, self.replay_reasoning, cap)
+        return responses_body(
+            self.model, messages, tools, self.replay_reasoning, cap, output_schema
+        )
 
     def _send(self, body):
         return self._client.responses.create(**body)
@@ -302,13 +363,15 @@ class ChatModel(_LiveModel):
     Example: ChatModel("llama3.2", base_url="http://127.0.0.1:11434/v1").respond([user("ping")])
     """
 
-    def request_preview(
-        self, messages: list, tools=(), max_output_tokens: int | None = None
-    ) -> dict:
+    # usage arrives in a last chunk only when asked for
+    _streaming = {"stream": True, "stream_options": {"include_usage": True}}
+    _read = staticmethod(chat_events)
+
+    def request_preview(self, messages: list, tools=(), max_output_tokens=None, output_schema=None):
         """The exact JSON body this model would POST to /chat/completions."""
-        return chat_body(
-            self.model, messages, tools, tighter(self.max_output_tokens, max_output_tokens)
-        )
+        cap = tighter(self.max_output_tokens, max_output_tokens)
+        name = "max_completion_tokens" if self.base_url == OFFICIAL_BASE_URL else "max_tokens"
+        return chat_body(self.model, messages, tools, cap, output_schema, name)
 
     def _send(self, body):
         return self._client.chat.completions.create(**body)
@@ -338,19 +401,28 @@ class ChatModel(_LiveModel):
 
 
 def connect(
-    mode: str | None = None, script=(), max_output_tokens: int | None = None
-) -> "ScriptedModel | ResponsesModel | ChatModel":
-    """The model the settings ask for: scripted offline (the default), or live.
+    mode: str | None = None,
+    script=(),
+    max_output_tokens: int | None = None,
+    cassette: str | None = None,
+):
+    """The model the settings ask for: scripted offline (the default), live, or a cassette's.
 
-    Example: model = connect(script=[say("pong")])   # offline: replays the script
-             model = connect(mode="live")            # live: OPENAI_API_KEY from .env
-    max_output_tokens caps each live reply on the server (a budget in 05_guardrails relies on it).
+    Example: model = connect(script=[say("pong")], cassette="01_setup")
+    offline: the script; live: a real model (OPENAI_API_KEY, or a LABKIT_PROVIDER preset's key);
+    record: live, every reply also written to the cassette; replay: the cassette answers, offline
+    (a connect without a cassette stays scripted). max_output_tokens caps each live reply (default:
+    the preset's cap, if it has one).
     """
     s = load_settings(mode)
-    if s.mode == "offline":
+    preset = PROVIDERS.get(s.provider)
+    path = cassettes.cassette_path(cassette, s.cassette_dir) if cassette else None
+    if s.mode == "offline" or (s.mode == "replay" and path is None):
         return ScriptedModel(script)
+    if s.mode == "replay":
+        return cassettes.Replayer(path)
     cls = ResponsesModel if s.api == "responses" else ChatModel
-    return cls(
+    model = cls(
         s.model,
         api_key=s.api_key,
         base_url=s.base_url,
@@ -358,8 +430,12 @@ def connect(
         max_retries=s.max_retries,
         key_name=s.key_name,
         key_source=s.key_source,
-        max_output_tokens=max_output_tokens,
+        max_output_tokens=max_output_tokens or (preset.max_output_tokens if preset else None),
     )
+    if s.mode == "live" or path is None:
+        return model
+    server = preset.server if preset else "OpenAI API" if s.official else shown_url(s.base_url)
+    return cassettes.Recorder(model, path, cassettes.new_header(s, server))
 
 
 def describe(model) -> str:
@@ -370,98 +446,10 @@ def describe(model) -> str:
             "network. To go live set LABKIT_MODE=live and OPENAI_API_KEY in .env, then restart the "
             "kernel."
         )
+    if isinstance(model, cassettes.Replayer):
+        return f"replay: {model.label}; no key, no network."
+    if isinstance(model, cassettes.Recorder):
+        return f"{describe(model.live)} Recording to cassette {model.path.stem}."
     where = "the OpenAI API" if model.base_url == OFFICIAL_BASE_URL else model.base_url
     api = "Responses API" if isinstance(model, ResponsesModel) else "Chat Completions API"
     return f"live: {model.model} via {where} ({api}); answers vary from run to run."
-
-
-# ---------------------------------------------------------------- the doctor
-
-
-def _package_report():
-    """Compare installed versions with requirements-lock.txt; return one line."""
-    lock = REPO_ROOT / "requirements-lock.txt"
-    if not lock.is_file():
-        return "lock file not found (labkit was installed outside its repository)"
-    wrong = []
-    for line in lock.read_text().splitlines():
-        name, sep, pinned = line.partition("==")
-        if not sep or line.startswith("#"):
-            continue
-        try:
-            installed = metadata.version(name.strip())
-        except metadata.PackageNotFoundError:
-            wrong.append(f"{name} missing")
-            continue
-        if installed.split("+")[0] != pinned.strip():
-            wrong.append(f"{name} {installed} (lock: {pinned.strip()})")
-    if not wrong:
-        return "match requirements-lock.txt  ok"
-    return f"{len(wrong)} differ from the lock: {', '.join(wrong[:4])} — run: make clean-venv lab"
-
-
-def doctor(environ: dict | None = None) -> bool:
-    """Print a health report: Python, packages, mode, .env, key (never its value), model, endpoint.
-
-    Returns whether labkit can run as configured; when it cannot, a "problem" line says why.
-    Example: labkit.doctor()   # run it first when something does not work
-    """
-    version = ".".join(map(str, sys.version_info[:3]))
-    py_ok = sys.version_info >= (3, 11)
-    lines = [
-        "labkit doctor",
-        f"  python      {version}  {'ok' if py_ok else 'too old: labkit needs 3.11 or newer'}",
-        f"  packages    {_package_report()}",
-    ]
-    problems = (
-        []
-        if py_ok
-        else [
-            f"python {version} is too old — install Python 3.11+ and run: "
-            "make clean-venv lab PY=python3.11"
-        ]
-    )
-    try:
-        s = load_settings(environ=environ)
-    except UserError as exc:
-        s, problems = None, [*problems, explain(exc)]
-    if s is not None:
-        bad_key = s.key_problem()
-        if s.api_key is None:  # truthful: never "present" for a key that is not set
-            key_line = (
-                f"{s.key_name} not set ("
-                + (
-                    "needed only for live mode"
-                    if s.official
-                    else "a local server usually needs none"
-                )
-                + ")"
-            )
-        elif bad_key:
-            key_line = f"{s.key_name} present but malformed: {bad_key}"
-        else:
-            key_line = (
-                f"{s.key_name} present and well-formed, set in {s.key_source} (value never shown)"
-            )
-        endpoint = (
-            "official OpenAI endpoint"
-            if s.official
-            else f"LABKIT_BASE_URL (not OpenAI): {shown_url(s.base_url)}, API: {s.api}"
-        )
-        lines += [
-            f"  mode        {s.mode}",
-            f"  .env        {s.env_file or s.env_note}",
-            f"  key         {key_line}",
-            f"  model       {s.model}",
-            f"  endpoint    {endpoint}",
-        ]
-        if s.ignored:
-            lines.append(
-                f"  ignored     {', '.join(s.ignored)} (labkit never sends your key to "
-                "it; use LABKIT_BASE_URL + LABKIT_API to opt in)"
-            )
-        if s.mode == "live" and bad_key:
-            problems.append(f"live mode cannot start: {bad_key}")
-    lines += [f"  problem     {problem}" for problem in problems]
-    print("\n".join(lines))
-    return not problems

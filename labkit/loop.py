@@ -5,15 +5,17 @@ Built in 04_loop. `run()` is the loop (its steps are numbered in its docstring) 
 RunResult with one stop reason and a trace. A Guard is the seam later stages plug into; its
 Decision allows, refuses or stops. `model_turn`, `record` and `finish` are the pieces the other
 loops (labkit.patterns: ReAct, plan-and-execute) share with this one.
+With stream=True each turn is read from model.stream and collected into the same Reply, so a
+streamed run ends as an unstreamed one; a stream cut off mid-way ends the run as model_incomplete.
 Deliberately left out: guardrails (05_guardrails plugs in through `guard`), retrying model calls,
-streaming, async and parallel tool execution, durable state (07_runtime).
+async and parallel tool execution, durable state (07_runtime).
 """
 
 import time
 from dataclasses import dataclass, field
 
 from .errors import ServiceError, UserError, explain
-from .models import Reply, ToolCall, Usage, check_pairing, tool_message, user
+from .models import Reply, ToolCall, Usage, check_pairing, collect, tool_message, user
 from .models import system as system_message
 from .tools import as_registry, execute, failure, result_text
 from .trace import Trace, clip, describe_call
@@ -145,18 +147,29 @@ def _consult(run, decision, where, actions=("allow", "refuse", "stop")):
 
 
 def model_turn(
-    run: RunResult, model, tools, started: float, clock, max_output_tokens: int | None = None
+    run: RunResult,
+    model,
+    tools,
+    started: float,
+    clock,
+    max_output_tokens: int | None = None,
+    stream=False,
 ) -> Reply | None:
     """One model turn: call the model with the history, add its usage, trace it, append its reply.
 
     Returns the reply, or None when the service failed: the run is then finished (service_error).
+    stream: True reads the reply from model.stream; a function also sees each event as it arrives.
     Example: reply = model_turn(result, model, list(registry), started, clock)
     """
     run.turns += 1
     cap = {} if max_output_tokens is None else {"max_output_tokens": max_output_tokens}
     asked = clock()
     try:
-        reply = model.respond(run.messages, tools, **cap)
+        if stream:
+            watch = stream if callable(stream) else None
+            reply = collect(model.stream(run.messages, tools, **cap), watch)
+        else:
+            reply = model.respond(run.messages, tools, **cap)
     except ServiceError as exc:
         finish(run, "service_error", explain(exc), started, clock)
         return None
@@ -237,6 +250,7 @@ def run(
     guard: Guard | None = None,
     clock=time.perf_counter,
     max_output_tokens: int | None = None,
+    stream=False,
 ) -> RunResult:
     """Run the agent loop on one task until the model answers or a limit stops it.
 
@@ -244,7 +258,7 @@ def run(
        dropped, so a finished run's `messages` can be passed on), the task as a user message.
     2. Before each model call ask the guard, then check max_turns (stop: turn_limit).
     3. Call the model with the history and the tools (each reply capped at max_output_tokens, if
-       given); add its reply to the trace and the history.
+       given; read from its stream when stream is set); add its reply to the trace and the history.
     4. Decide with next_action(reply): cut short -> model_incomplete; no calls -> completed with
        the text as answer, or empty_output when there is no text.
     5. For each tool call, in order: check max_calls (stop: tool_limit), ask the guard, execute it
@@ -275,7 +289,8 @@ def run(
         if result.turns >= max_turns:
             return stop("turn_limit", f"used all {max_turns} turns")
         # 3. the model
-        reply = model_turn(result, model, list(registry), started, clock, max_output_tokens)
+        tools = list(registry)
+        reply = model_turn(result, model, tools, started, clock, max_output_tokens, stream)
         if reply is None:
             return result  # the service failed: model_turn stopped the run
         # 4. answered, cut short, or tools to run

@@ -5,7 +5,9 @@ the offline default: its steps are literally what a model would say (`say`, `cal
 everything around it (tools, loop, storage) runs for real. `to_api` renders a tool spec for the
 APIs. The live models that speak to a real API are in live.py and return the same Reply.
 
-Deliberately left out: streaming, images and audio, structured outputs, async.
+A model that streams also has `stream(messages, tools)`, yielding TextDelta, ToolCallDelta and
+Completed events; `collect` turns a stream back into the Reply. An OutputSchema asks for JSON text
+matching a schema (structured output). Deliberately left out: images and audio, async.
 """
 
 import copy
@@ -124,6 +126,73 @@ class Reply:
         return Message(
             "assistant", self.text, list(self.tool_calls), reasoning=list(self.reasoning)
         )
+
+
+@dataclass(frozen=True)
+class OutputSchema:
+    """Structured output: the reply's text must be JSON matching `schema` (the APIs' strict mode).
+
+    Example: OutputSchema("claims", {"type": "object", "properties": {...}, ...})
+    """
+
+    name: str  # the APIs want a name for the format
+    schema: dict  # a JSON schema whose root is an object
+
+
+# ---------------------------------------------------------------- streaming events
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str  # the next piece of the reply's text
+
+
+@dataclass(frozen=True)
+class ToolCallDelta:
+    index: int  # which call of the reply (0, 1, ...)
+    id: str  # the call's id once known, else ""
+    name: str  # the tool's name once known, else ""
+    arguments: str  # the next piece of the arguments' JSON text
+
+
+@dataclass(frozen=True)
+class Completed:
+    reply: "Reply"  # the whole reply, usage included; status "incomplete" if the stream was cut
+
+
+CUT = "stream_interrupted"  # the incomplete_reason of a stream that ended before it completed
+
+
+def stream_reply(reply: "Reply"):
+    """A finished reply as the events a streaming server sends: its words, each call, Completed.
+
+    Example: [type(e).__name__ for e in stream_reply(Reply("hi there"))]
+             ->  ["TextDelta", "TextDelta", "Completed"]
+    """
+    yield from (TextDelta(word) for word in re.findall(r"\S+\s*|\s+", reply.text))
+    for index, c in enumerate(reply.tool_calls):
+        half = len(c.arguments) // 2  # arguments arrive in pieces, as they do from a server
+        yield ToolCallDelta(index, c.id, c.name, c.arguments[:half])
+        yield ToolCallDelta(index, c.id, c.name, c.arguments[half:])
+    yield Completed(reply)
+
+
+def collect(events, on_event=None) -> "Reply":
+    """The Reply a stream ends with; a stream that stops before Completed is an incomplete reply
+    of the text so far and no tool calls (a half-sent call is never run).
+
+    `on_event(event)` sees each event as it arrives (e.g. to show text). Example:
+    collect(model.stream([user("ping")])).text  ->  "pong"
+    """
+    text = []
+    for event in events:
+        if on_event is not None:
+            on_event(event)
+        if isinstance(event, Completed):
+            return event.reply
+        if isinstance(event, TextDelta):
+            text.append(event.text)
+    return Reply("".join(text), [], None, "incomplete", CUT)
 
 
 def system(text: str) -> Message:
@@ -267,12 +336,18 @@ class ScriptedModel:
     tokenizer of `count_as`, the model it stands in for (estimated when labkit has none), and
     says so (source "counted" or "estimated"): no server reported it. Set `max_output_tokens`
     (or pass it to one `respond` call) to cut a longer reply the way a server does ("incomplete").
+    Given an `output_schema` it honours it as a strict server does: a step whose text is not JSON
+    matching the schema is a UserError (a bug in the script); `enforce_schema=False` plays a
+    server that ignores the schema instead.
 
     Example: ScriptedModel([say("pong")]).respond([user("ping")]).text  ->  "pong"
     """
 
-    def __init__(self, steps=(), count_as: str | None = DEFAULT_MODEL):
+    def __init__(
+        self, steps=(), count_as: str | None = DEFAULT_MODEL, enforce_schema: bool = True
+    ):
         self.steps = list(steps)
+        self.enforce_schema = enforce_schema
         self.position = 0
         self.seen = []
         self.count_as = count_as  # whose tokenizer counts this script's usage; None: estimate
@@ -280,7 +355,13 @@ class ScriptedModel:
         self.max_output_tokens = None  # None: no cap; else replies are cut to fit, as a server does
         self._ids = count(1)
 
-    def respond(self, messages: list, tools=(), max_output_tokens: int | None = None) -> Reply:
+    def respond(
+        self,
+        messages: list,
+        tools=(),
+        max_output_tokens: int | None = None,
+        output_schema: OutputSchema | None = None,
+    ) -> Reply:
         """The next step as a Reply, cut to the tighter of the model's and this call's cap."""
         self.seen.append(Seen(copy.deepcopy(list(messages)), [as_tool_spec(t).name for t in tools]))
         if not self.steps:
@@ -302,6 +383,14 @@ class ScriptedModel:
             raise UserError(
                 f"script step {self.position} is {step!r}, not a step — use say(...) or call(...)"
             )
+        if output_schema is not None and self.enforce_schema:
+            problem = schema_problem(step.text, output_schema)
+            if problem:
+                raise UserError(
+                    f"script step {self.position} does not match output schema "
+                    f"{output_schema.name!r}: {problem} — a server honouring the schema never "
+                    "says that; fix the step, or pass enforce_schema=False to play one ignoring it"
+                )
         cap = tighter(self.max_output_tokens, max_output_tokens)
         text, said, status, reason = self._capped(step, cap)
         calls = [ToolCall(f"call_{next(self._ids)}", name, arguments) for name, arguments in said]
@@ -310,6 +399,10 @@ class ScriptedModel:
         usage = Usage(*counted, sum(counted), count_source(self.count_as))
         self.usage = self.usage + usage
         return Reply(text, calls, usage, status, reason)
+
+    def stream(self, messages: list, tools=(), **options):
+        """The next step as stream events, word by word. Example: collect(model.stream(msgs))"""
+        yield from stream_reply(self.respond(messages, tools, **options))
 
     def _capped(self, step, cap):
         """(text, calls, status, reason) as a server with max_output_tokens returns them: the
@@ -343,6 +436,27 @@ class ScriptedModel:
 
     def __repr__(self):
         return f"ScriptedModel({len(self.steps)} steps, {self.position} used)"
+
+
+def schema_problem(text: str, output_schema: OutputSchema) -> str | None:
+    """Why `text` is not JSON matching the schema, in one line; None when it matches.
+
+    Checked with `jsonschema`, the validator production uses. Example:
+    schema_problem("hi", OutputSchema("x", {"type": "object"}))  ->  "the text is not JSON ..."
+    """
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return f"the text is not JSON ({exc.msg} at char {exc.pos})"
+    import jsonschema  # imported here: only structured output needs it
+
+    error = jsonschema.exceptions.best_match(
+        jsonschema.Draft202012Validator(output_schema.schema).iter_errors(data)
+    )
+    if error is None:
+        return None
+    where = "/".join(str(p) for p in error.absolute_path) or "the top level"
+    return f"at {where}: {error.message[:120]}"
 
 
 # ---------------------------------------------------------------- histories

@@ -13,6 +13,13 @@ A test can instead queue faults: server.fail_next("401"), "403", "404", "429", "
 servers send them: "arguments_object", "arguments_list", "arguments_missing" (arguments that are
 not JSON text), "name_number", "name_list", "name_missing". Every request is recorded
 (path, headers, body) in server.requests, so tests can check what was sent, and to whom.
+
+A request with "stream": true is answered with server-sent events (chunked), derived from the
+reply it would have sent whole; the fault "cut" drops the connection half-way through them.
+Capabilities can be switched off to play servers that lack them: FakeServer(apis=("chat",),
+tool_calls=False, json_schema=False, usage=False), or loops=True for a server that answers a
+Responses-style tool output by calling the tool again. A JSON-schema request is answered with
+JSON filled from the schema.
 Usage: with FakeServer() as server: ResponsesModel(base_url=server.url, ...)
 """
 
@@ -80,9 +87,16 @@ class _Handler(BaseHTTPRequestHandler):
             }
         )
         fault = server.faults.pop(0) if server.faults else None
-        if self.path.endswith("/responses"):
+        api = {"/responses": "responses", "/chat/completions": "chat"}.get(
+            next(
+                (end for end in ("/responses", "/chat/completions") if self.path.endswith(end)), ""
+            )
+        )
+        if api and api not in server.apis:
+            status, payload = 404, {"error": {"message": "Not Found", "type": "not_found"}}
+        elif api == "responses":
             status, payload = server.responses_reply(body, fault, self.headers)
-        elif self.path.endswith("/chat/completions"):
+        elif api == "chat":
             status, payload = server.chat_reply(body, fault, self.headers)
         elif self.path.endswith("/embeddings"):
             status, payload = server.embeddings_reply(body, fault, self.headers)
@@ -91,7 +105,32 @@ class _Handler(BaseHTTPRequestHandler):
                 404,
                 {"error": {"message": f"no route {self.path}", "type": "not_found"}},
             )
+        if status == 200 and api and body.get("stream"):
+            events = (server.responses_events if api == "responses" else server.chat_events)(
+                payload, body
+            )
+            return self._send_events(events, fault)
         self._send(status, payload, fault)
+
+    def _send_events(self, events, fault):
+        """Server-sent events, chunked; "cut" closes the connection after half of them."""
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        if fault == "cut":
+            events = events[: len(events) // 2]
+        try:
+            for event in events:
+                data = (event if isinstance(event, str) else json.dumps(event)).encode()
+                data = b"data: " + data + b"\n\n"
+                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                self.wfile.flush()
+            if fault != "cut":
+                self.wfile.write(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        self.close_connection = True  # a cut stream ends without its last chunk
 
     def _send(self, status, payload, fault):
         if fault == "slow":
@@ -144,7 +183,17 @@ _ERRORS = {
 
 
 class FakeServer:
-    def __init__(self, slow_seconds=2.0):
+    def __init__(
+        self,
+        slow_seconds=2.0,
+        apis=("responses", "chat"),
+        tool_calls=True,
+        json_schema=True,
+        usage=True,
+        loops=False,
+    ):
+        self.apis, self.tool_calls, self.json_schema = apis, tool_calls, json_schema
+        self.usage, self.loops = usage, loops
         self.requests = []
         self.faults = []
         self.slow_seconds = slow_seconds
@@ -230,8 +279,9 @@ class FakeServer:
             if "reasoning.encrypted_content" in (body.get("include") or []):
                 reasoning["encrypted_content"] = "gAAAA-opaque-" + reasoning["id"]
             output.append(reasoning)
-        tools = body.get("tools") or []
-        if tools and last.get("type") != "function_call_output":
+        tools = (body.get("tools") or []) if self.tool_calls else []
+        schema = ((body.get("text") or {}).get("format") or {}).get("schema")
+        if tools and (last.get("type") != "function_call_output" or self.loops):
             tool = tools[0]
             arguments = json.dumps(_fill(tool.get("parameters", {})))
             item = {
@@ -250,6 +300,8 @@ class FakeServer:
                 else last.get("content")
             )
             text = f"fake model heard: {said}"
+            if schema and self.json_schema:
+                text = json.dumps(_fill(schema))
             output.append(
                 {
                     "type": "message",
@@ -275,9 +327,56 @@ class FakeServer:
                 "incomplete",
                 {"reason": "max_output_tokens"},
             )
-        if fault == "no_usage":
+        if fault == "no_usage" or not self.usage:
             del payload["usage"]
         return 200, payload
+
+    def responses_events(self, payload, body):
+        """The Responses API's stream events for a reply, ending with response.completed."""
+        events = [{"type": "response.created", "response": {**payload, "output": []}}]
+        for index, item in enumerate(payload["output"]):
+            if item["type"] == "message":
+                events.append(
+                    {
+                        "type": "response.output_item.added",
+                        "output_index": index,
+                        "item": {**item, "content": []},
+                    }
+                )
+                for word in re.findall(r"\S+\s*", item["content"][0]["text"]):
+                    events.append(
+                        {
+                            "type": "response.output_text.delta",
+                            "item_id": item["id"],
+                            "output_index": index,
+                            "content_index": 0,
+                            "delta": word,
+                        }
+                    )
+            elif item["type"] == "function_call":
+                events.append(
+                    {
+                        "type": "response.output_item.added",
+                        "output_index": index,
+                        "item": {**item, "arguments": ""},
+                    }
+                )
+                arguments = item.get("arguments") or ""
+                for piece in (arguments[: len(arguments) // 2], arguments[len(arguments) // 2 :]):
+                    events.append(
+                        {
+                            "type": "response.function_call_arguments.delta",
+                            "item_id": item["id"],
+                            "output_index": index,
+                            "delta": piece,
+                        }
+                    )
+            events.append(
+                {"type": "response.output_item.done", "output_index": index, "item": item}
+            )
+        done = "response.incomplete" if payload["status"] == "incomplete" else "response.completed"
+        events.append({"type": done, "response": payload})
+        return [dict(e, sequence_number=n) for n, e in enumerate(events)]
 
     # ------------------------------------------------------------ /v1/chat/completions
 
@@ -302,7 +401,8 @@ class FakeServer:
                     }
                 }
         last = messages[-1] if messages else {}
-        tools = body.get("tools") or []
+        tools = (body.get("tools") or []) if self.tool_calls else []
+        schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("schema")
         if tools and last.get("role") != "tool":
             fn = tools[0]["function"]
             arguments = json.dumps(_fill(fn.get("parameters", {})))
@@ -316,10 +416,10 @@ class FakeServer:
             }
             finish = "tool_calls"
         else:
-            message, finish = (
-                {"role": "assistant", "content": f"fake model heard: {last.get('content')}"},
-                "stop",
-            )
+            text = f"fake model heard: {last.get('content')}"
+            if schema and self.json_schema:
+                text = json.dumps(_fill(schema))
+            message, finish = {"role": "assistant", "content": text}, "stop"
         if fault == "incomplete":
             finish = "length"
         payload = {
@@ -330,9 +430,38 @@ class FakeServer:
             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
             "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
         }
-        if fault == "no_usage":
+        if fault == "no_usage" or not self.usage:
             del payload["usage"]
         return 200, payload
+
+    def chat_events(self, payload, body):
+        """The Chat Completions stream chunks for a reply, then usage if asked, then [DONE]."""
+        head = {k: payload[k] for k in ("id", "created", "model")}
+        head["object"] = "chat.completion.chunk"
+        choice, message = payload["choices"][0], payload["choices"][0]["message"]
+
+        def chunk(delta, finish=None):
+            return {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+        chunks = [chunk({"role": "assistant", "content": ""})]
+        chunks += [
+            chunk({"content": w}) for w in re.findall(r"\S+\s*", message.get("content") or "")
+        ]
+        for j, call in enumerate(message.get("tool_calls") or []):
+            function = call["function"]
+            start = {"index": j, "id": call["id"], "type": "function"}
+            chunks.append(
+                chunk({"tool_calls": [{**start, "function": {"name": function["name"]}}]})
+            )
+            arguments = function.get("arguments") or ""
+            for piece in (arguments[: len(arguments) // 2], arguments[len(arguments) // 2 :]):
+                chunks.append(
+                    chunk({"tool_calls": [{"index": j, "function": {"arguments": piece}}]})
+                )
+        chunks.append(chunk({}, choice["finish_reason"]))
+        if (body.get("stream_options") or {}).get("include_usage") and "usage" in payload:
+            chunks.append({**head, "choices": [], "usage": payload["usage"]})
+        return [*chunks, "[DONE]"]
 
     # ------------------------------------------------------------ /v1/embeddings
 

@@ -18,6 +18,11 @@ CLEARED = (
     "LABKIT_BASE_URL",
     "LABKIT_API",
     "LABKIT_API_KEY",
+    "LABKIT_PROVIDER",
+    "LABKIT_CASSETTE_DIR",
+    "DEEPSEEK_API_KEY",
+    "DASHSCOPE_API_KEY",
+    "OPENROUTER_API_KEY",
     "LABKIT_TIMEOUT",
     "LABKIT_MAX_RETRIES",
     "OPENAI_ORG_ID",
@@ -42,12 +47,16 @@ OFFLINE_ENV = {
 
 
 def offline_environ(base=None):
-    """A copy of `base` (default os.environ) made offline and key-free."""
-    env = {k: v for k, v in (os.environ if base is None else base).items() if k not in CLEARED}
+    """A copy of `base` (default os.environ) made offline and key-free. LABKIT_MODE=replay is
+    kept: a cassette answers, with no key and no network (`LABKIT_MODE=replay pytest ...`)."""
+    base = os.environ if base is None else base
+    env = {k: v for k, v in base.items() if k not in CLEARED}
     for name in list(env):
         if name.lower() in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
             del env[name]
     env.update(OFFLINE_ENV)
+    if (base.get("LABKIT_MODE") or "").strip().lower() == "replay":
+        env["LABKIT_MODE"] = "replay"
     return env
 
 

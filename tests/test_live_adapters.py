@@ -230,7 +230,7 @@ def test_stray_openai_base_url_is_ignored(server, monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "cls, field", [(ResponsesModel, "max_output_tokens"), (ChatModel, "max_completion_tokens")]
+    "cls, field", [(ResponsesModel, "max_output_tokens"), (ChatModel, "max_tokens")]
 )
 def test_max_output_tokens_caps_replies_on_the_server(server, cls, field):
     model = make(cls, server, max_output_tokens=64)
@@ -240,7 +240,7 @@ def test_max_output_tokens_caps_replies_on_the_server(server, cls, field):
 
 
 @pytest.mark.parametrize(
-    "cls, field", [(ResponsesModel, "max_output_tokens"), (ChatModel, "max_completion_tokens")]
+    "cls, field", [(ResponsesModel, "max_output_tokens"), (ChatModel, "max_tokens")]
 )
 def test_a_cap_given_to_one_call_reaches_the_server_and_the_tighter_cap_wins(server, cls, field):
     model = make(cls, server, max_output_tokens=64)

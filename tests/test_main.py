@@ -207,3 +207,30 @@ def test_the_command_line_says_when_it_cannot_create_the_default_folder(tmp_path
     assert (done.returncode, done.stdout) == (2, "") and "Traceback" not in done.stderr
     assert done.stderr.count("\n") == 1 and "cannot create the folder" in done.stderr
     assert "pass --db" in done.stderr
+
+
+# A stand-in for llama.cpp's server: answers /v1/models and, like it mid-generation, ignores
+# SIGTERM. The port comes from the test.
+STUBBORN_SERVER = """
+import http.server, signal, sys
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+class Models(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers(); self.wfile.write(b'{"data": []}')
+    def log_message(self, *args):
+        pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Models).serve_forever()
+"""
+
+
+def test_the_local_server_is_stopped_even_when_it_ignores_sigterm():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    command = [sys.executable, "-c", STUBBORN_SERVER, str(port)]
+    with cli.local_server(port, wait=30, command=command) as server:
+        assert server.poll() is None and cli._answers(port)
+    assert server.poll() is not None  # killed after the grace period, not left running
+    assert not cli._answers(port)

@@ -183,7 +183,7 @@ def test_request_preview_chat_shape():
     body = ChatModel(api_key=KEY).request_preview(messages + [tool_message(c, "18C")], [WEATHER])
     assert body["messages"][1] == {
         "role": "assistant",
-        "content": None,
+        "content": "",  # not null: llama-cpp-python's server refuses a null content
         "tool_calls": [
             {
                 "id": "call_1",
@@ -306,3 +306,14 @@ def test_a_capped_scripted_model_drops_calls_that_do_not_fit():
     assert cut.usage.output_tokens <= 10
     fits = model.respond([user("weather?")])
     assert fits.status == "completed" and [c.name for c in fits.tool_calls] == ["get_weather"]
+
+
+@pytest.mark.parametrize(
+    "base_url, field",
+    [(None, "max_completion_tokens"), ("http://127.0.0.1:8011/v1", "max_tokens")],
+    ids=["OpenAI", "a local server"],
+)
+def test_a_chat_cap_is_named_as_the_server_knows_it(base_url, field):
+    where = {"base_url": base_url, "key_name": "LABKIT_API_KEY"} if base_url else {}
+    body = ChatModel(api_key=KEY, max_output_tokens=64, **where).request_preview([user("hi")])
+    assert body[field] == 64 and len([k for k in body if k.startswith("max_")]) == 1
