@@ -1,4 +1,4 @@
-"""Command lines: `python -m labkit memory set|list|delete|export`, `... evals run`, `... local-model`.
+"""Command lines: `python -m labkit memory set|list|delete|export`, `evals run`, `local-model`.
 
 Outside the lessons. The memory command line lets a person see, change, delete and export what the
 agent remembers (03_memory); `python -m labkit.memory ...` runs the same one. The evals command
@@ -194,8 +194,6 @@ def evals_main(argv=None, prog="python -m labkit evals"):
     except OSError as exc:  # e.g. --save into a folder that does not exist
         print(f"error: {exc.strerror}: {exc.filename} — check the path", file=sys.stderr)
         return 2
-
-
 
 
 # ---------------------------------------------------------------- the local model

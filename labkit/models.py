@@ -12,6 +12,7 @@ matching a schema (structured output). Deliberately left out: images and audio, 
 
 import copy
 import json
+import re
 from dataclasses import dataclass, field
 from itertools import count
 
@@ -343,9 +344,7 @@ class ScriptedModel:
     Example: ScriptedModel([say("pong")]).respond([user("ping")]).text  ->  "pong"
     """
 
-    def __init__(
-        self, steps=(), count_as: str | None = DEFAULT_MODEL, enforce_schema: bool = True
-    ):
+    def __init__(self, steps=(), count_as: str | None = DEFAULT_MODEL, enforce_schema: bool = True):
         self.steps = list(steps)
         self.enforce_schema = enforce_schema
         self.position = 0
