@@ -2,11 +2,17 @@
 set."""
 
 import numpy as np
+import psutil
 import pytest
 
+from labkit.errors import UserError
 from labkit.labs import (
+    DBOS_POINTS,
+    Bank,
+    dbos_kill_trial,
     evaluate_retrieval,
     evaluate_scenarios,
+    kill_points,
     load_injections,
     load_queries,
     load_scenarios,
@@ -154,3 +160,65 @@ def test_evaluation_figures_for_bm25_dense_and_hybrid(library):
     assert all(0 <= r[key] <= 1 for r in results.values() for key in ("recall@5", "mrr", "ndcg@10"))
     assert results["bm25"]["refusal_accuracy"] == 0.95  # only the near-domain price question slips
     assert results["hybrid"]["ndcg@10"] >= results["dense"]["ndcg@10"]
+
+
+# ---------------------------------------------------------------- 07_runtime beside DBOS
+
+
+@pytest.mark.parametrize(
+    "keys, receipts, paid",
+    [
+        (["op_1", "op_1", "op_2"], ["R-1", "R-1", "R-2"], 2),
+        ([None, None, None], ["R-1", "R-2", "R-3"], 3),
+    ],
+    ids=["a repeated key pays once", "without a key every request pays"],
+)
+def test_the_bank_honours_an_idempotency_key(tmp_path, keys, receipts, paid):
+    bank = Bank(tmp_path / "bank.txt")
+    assert [bank.refund("A-1", 30, key)["receipt"] for key in keys] == receipts
+    assert (bank.requests("A-1"), bank.refunds("A-1")) == (3, paid)
+
+
+@pytest.mark.parametrize("trials", [6, 20, 25])
+def test_kill_points_are_shuffled_and_balanced(trials):
+    points = kill_points(trials)
+    counts = [points.count(p) for p in DBOS_POINTS]
+    assert len(points) == trials and max(counts) - min(counts) <= 1
+    assert points != sorted(points, key=DBOS_POINTS.index) and points == kill_points(trials)
+
+
+def test_an_unknown_kill_point_is_refused(tmp_path):
+    with pytest.raises(UserError, match="unknown kill points"):
+        dbos_kill_trial(tmp_path, ["after_lunch"])
+
+
+@pytest.fixture(scope="module")
+def dbos_trial(tmp_path_factory):
+    """24 DBOS workers per mode, each SIGKILLed at a seeded random point, then recovered."""
+    points = kill_points(24, seed=16)
+    trial = dbos_kill_trial(tmp_path_factory.mktemp("dbos"), points)
+    return points, trial, psutil.Process().children(recursive=True)
+
+
+def test_every_dbos_worker_was_killed_and_reaped(dbos_trial):
+    points, trial, children = dbos_trial
+    for rows in trial.values():
+        assert [r["point"] for r in rows] == points
+        assert all(r["killed"] for r in rows)
+    assert children == []  # the runner and every worker it forked are gone
+
+
+@pytest.mark.parametrize("mode", ["with key", "without key"])
+def test_dbos_runs_a_step_again_when_its_completion_was_not_recorded(dbos_trial, mode):
+    """The bank is asked twice exactly where the worker died after the effect, before DBOS
+    recorded the step's output; at every other point, once."""
+    points, trial, _ = dbos_trial
+    assert [r["requests"] for r in trial[mode]] == [2 if p == "after_effect" else 1 for p in points]
+
+
+def test_only_the_idempotency_key_keeps_the_second_request_from_paying(dbos_trial):
+    points, trial, _ = dbos_trial
+    duplicates = {m: [r["point"] for r in rows if r["refunds"] > 1] for m, rows in trial.items()}
+    assert duplicates["with key"] == []
+    assert duplicates["without key"] == ["after_effect"] * points.count("after_effect")
+    assert all(r["refunds"] >= 1 for rows in trial.values() for r in rows)  # none lost
