@@ -4,6 +4,8 @@ Outside the lessons, never read as part of one. 04_loop: the frozen scenarios (d
 loop_scenarios.json), their tools (with exchange_rate's deliberate bug) and the evaluation table.
 05_guardrails: a pretend Workspace whose tools really run, an obedient model, attack and
 exfiltration trials, detector scoring. 06_rag: the frozen query set and its ranking metrics.
+Beside the hand-written pieces, what production runs: 03 the frozen memory set (data/evals/
+memory_queries.json) in SQLite FTS5, 06 faiss IndexFlatIP, 07 the refund as a DBOS workflow.
 """
 
 import json
@@ -695,3 +697,93 @@ def faiss_top_k(index, query, k: int) -> list:
         for row, score in zip(rows.tolist(), scores.tolist(), strict=True)
     ]
     return found[0] if single else found
+
+
+# ------------------------------------------------- 03_memory: recall beside SQLite FTS5
+
+MEMORY_QUERIES = EVALS_DIR / "memory_queries.json"
+
+
+def load_memory_set(path=MEMORY_QUERIES, clock=None):
+    """The frozen memory set in a new in-memory MemoryStore, each memory written `age_days` ago.
+
+    Returns (store, tenant, queries); the store's clock ends at "now" (pass a ManualClock to keep
+    it). Example: store, tenant, queries = load_memory_set(); queries[0]["expected"]  ->  ["units"]
+    """
+    from .memory import ManualClock, MemoryStore
+
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    clock = clock or ManualClock()
+    store, tenant = MemoryStore(":memory:", clock=clock), data["tenant"]
+    oldest = max(m["age_days"] for m in data["memories"])
+    age = oldest
+    for m in sorted(data["memories"], key=lambda m: -m["age_days"]):  # oldest first
+        clock.advance(days=age - m["age_days"])
+        age = m["age_days"]
+        store.write(
+            tenant,
+            m["content"],
+            id=m["id"],
+            kind=m["kind"],
+            importance=m["importance"],
+            confirmed=True,
+            ttl_days=365,
+        )
+    clock.advance(days=age)
+    return store, tenant, data["queries"]
+
+
+class FTS5Index:
+    """The same memories in an SQLite FTS5 table, ranked by FTS5's bm25 (text only: no recency,
+    no importance). The query is labkit's keywords joined with OR, so both see the same words;
+    stem=True adds FTS5's porter stemmer ("allergies" finds "allergic"), which labkit lacks.
+
+    Example: FTS5Index(store.list("ana")).recall("which units?")  ->  ["units", ...]
+    """
+
+    def __init__(self, memories, stem: bool = False):
+        import sqlite3
+
+        self.db = sqlite3.connect(":memory:")
+        tokenize = "porter unicode61" if stem else "unicode61"
+        columns = f"id UNINDEXED, content, tokenize='{tokenize}'"
+        self.db.execute(f"CREATE VIRTUAL TABLE memories USING fts5({columns})")
+        self.db.executemany(
+            "INSERT INTO memories VALUES (?, ?)", [(m.id, m.content) for m in memories]
+        )
+
+    def recall(self, query: str, limit: int = 5) -> list[str]:
+        from .memory import tokens
+
+        # each word quoted: FTS5 would read AND, OR, NOT, NEAR or a '-' as its own syntax
+        match = " OR ".join('"' + w.replace('"', '""') + '"' for w in sorted(set(tokens(query))))
+        if not match:
+            return []
+        rows = self.db.execute(
+            "SELECT id FROM memories WHERE memories MATCH ? ORDER BY bm25(memories), rowid LIMIT ?",
+            (match, limit),
+        )
+        return [id for (id,) in rows]
+
+
+def memory_recall_table(store, tenant, queries, k: int = 5) -> dict:
+    """recall@k of labkit's recall, FTS5's bm25 and FTS5 with stemming, overall and per query.
+
+    Example: memory_recall_table(*load_memory_set())["recall"]["fts5"]  ->  0.74...
+    """
+    fts, stemmed = FTS5Index(store.list(tenant)), FTS5Index(store.list(tenant), stem=True)
+    ranked = {
+        "labkit": lambda q: [h.memory.id for h in store.recall(tenant, q, limit=k)],
+        "fts5": lambda q: fts.recall(q, limit=k),
+        "fts5 porter": lambda q: stemmed.recall(q, limit=k),
+    }
+    rows = []
+    for q in queries:
+        found = {name: rank(q["query"]) for name, rank in ranked.items()}
+        hit = {
+            name: len(set(ids) & set(q["expected"])) / len(q["expected"])
+            for name, ids in found.items()
+        }
+        rows.append({"id": q["id"], "kind": q["kind"], "found": found, "recall": hit})
+    recall = {name: sum(r["recall"][name] for r in rows) / len(rows) for name in ranked}
+    return {"recall": recall, "rows": rows}

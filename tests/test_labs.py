@@ -1,6 +1,8 @@
 """labkit.labs: the frozen loop scenarios and their table, the labelled attack set, the query
 set."""
 
+import json
+
 import numpy as np
 import psutil
 import pytest
@@ -8,20 +10,25 @@ import pytest
 from labkit.errors import UserError
 from labkit.labs import (
     DBOS_POINTS,
+    MEMORY_QUERIES,
     Bank,
+    FTS5Index,
     dbos_kill_trial,
     evaluate_retrieval,
     evaluate_scenarios,
     kill_points,
     load_injections,
+    load_memory_set,
     load_queries,
     load_scenarios,
+    memory_recall_table,
     rank_metrics,
     run_scenario,
     script_step,
 )
 from labkit.live import ResponsesModel
 from labkit.loop import STOP_REASONS
+from labkit.memory import ManualClock, MemoryStore
 from labkit.models import (
     ScriptedModel,
     call,
@@ -222,3 +229,64 @@ def test_only_the_idempotency_key_keeps_the_second_request_from_paying(dbos_tria
     assert duplicates["with key"] == []
     assert duplicates["without key"] == ["after_effect"] * points.count("after_effect")
     assert all(r["refunds"] >= 1 for rows in trial.values() for r in rows)  # none lost
+
+
+# ---------------------------------------------------------------- 03: recall beside FTS5
+
+
+def test_the_frozen_memory_set_is_valid_and_written_at_its_ages():
+    clock = ManualClock()
+    store, tenant, queries = load_memory_set(clock=clock)
+    data = json.loads(MEMORY_QUERIES.read_text())
+    ids = [m["id"] for m in data["memories"]]
+    assert len(set(ids)) == len(ids) == store.count(tenant)
+    assert {q["id"] for q in queries} == {f"q{n:02}" for n in range(1, len(queries) + 1)}
+    assert all(q["expected"] and set(q["expected"]) <= set(ids) for q in queries)
+    for m in data["memories"]:
+        assert clock.now - store.get(tenant, m["id"]).updated_at == m["age_days"] * 86400
+
+
+def four_memories(clock):
+    store = MemoryStore(":memory:", clock=clock)
+    store.write("ana", "Lives in Lisbon near the river", id="city_then", confirmed=True)
+    clock.advance(days=60)
+    store.write("ana", "Moved to Porto; lives in the old town now", id="city_now", confirmed=True)
+    store.write("ana", "Allergic to peanuts", id="allergy", confirmed=True)
+    store.write("ana", 'Said "NOT now" - later', id="quote", confirmed=True)
+    return store
+
+
+@pytest.mark.parametrize(
+    "query, stem, labkit, fts5",
+    [
+        # the same word matches both; labkit puts the newer first, bm25 the shorter text
+        ("lives", False, ["city_now", "city_then"], ["city_then", "city_now"]),
+        ("a peanut?", False, [], []),
+        ("a peanut?", True, [], ["allergy"]),  # only FTS5's porter stemmer finds it
+        ('NOT now "quote" -later', False, ["quote", "city_now"], ["quote", "city_now"]),
+    ],
+    ids=["ranking", "no stemming", "porter stemming", "FTS5 syntax in a query is just words"],
+)
+def test_fts5_ranks_the_same_words_by_text_and_labkit_by_recency(query, stem, labkit, fts5):
+    store = four_memories(ManualClock())
+    assert [h.memory.id for h in store.recall("ana", query)][:2] == labkit
+    assert FTS5Index(store.list("ana"), stem=stem).recall(query)[:2] == fts5
+
+
+def test_recall_at_5_of_labkit_and_fts5_on_the_frozen_set():
+    """Each figure is the mean of per-query recall, each hand-checkable from the ids found."""
+    store, tenant, queries = load_memory_set()
+    table = memory_recall_table(store, tenant, queries)
+    expected = {q["id"]: set(q["expected"]) for q in queries}
+    for name, value in table["recall"].items():
+        per_query = [
+            len(set(r["found"][name]) & expected[r["id"]]) / len(expected[r["id"]])
+            for r in table["rows"]
+        ]
+        assert all(len(r["found"][name]) <= 5 for r in table["rows"])
+        assert value == pytest.approx(sum(per_query) / len(queries))
+    # both see the same keywords, so on 45 memories their top 5 hold the same memories
+    assert table["recall"]["labkit"] == table["recall"]["fts5"] > 0.5
+    assert table["recall"]["fts5 porter"] > table["recall"]["fts5"]
+    synonym = next(r for r in table["rows"] if r["kind"] == "synonym")
+    assert set(synonym["recall"].values()) == {0.0}  # no keyword index knows "hometown" = city
