@@ -17,12 +17,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from labkit.labs import synthetic_memories
 from labkit.memory import MemoryStore, idf, recency, score, tokens
 
 SIZES = (1_000, 100_000)
 WRITES = 200  # single writes timed at each size
 QUERIES = 200  # recalls timed at each size (the list scan gets fewer at 100k)
-VOCABULARY = 5_000
 
 
 class Clock:
@@ -35,19 +35,6 @@ class Clock:
     def __call__(self):
         self.now += 1.0
         return self.now
-
-
-def corpus(n, rng):
-    """Deterministic pseudo-sentences whose word frequencies follow a Zipf-like curve, as text
-    does."""
-    words = [
-        f"{a}{b}{c}"
-        for a in "bcdfgklmnprstvz"
-        for b in "aeiou"
-        for c in ("n", "r", "s", "l", "x", "m", "nd", "rt", "st", "sk", "lp", "mp", "ng", "ck")
-    ][:VOCABULARY]
-    weights = [1 / (rank + 1) for rank in range(len(words))]
-    return [" ".join(rng.choices(words, weights, k=rng.randint(5, 10))) for _ in range(n)], words
 
 
 def records(texts, start=0):
@@ -132,7 +119,7 @@ def fts_recall(db, query, limit=5):
 
 
 def measure(n, rng):
-    texts, words = corpus(n + WRITES, rng)
+    texts, words = synthetic_memories(n + WRITES, seed=n)
     base, extra = texts[:n], texts[n:]
     queries = [" ".join(rng.sample(words[20:2000], rng.randint(2, 3))) for _ in range(QUERIES)]
     rows = {}

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -787,3 +788,50 @@ def memory_recall_table(store, tenant, queries, k: int = 5) -> dict:
         rows.append({"id": q["id"], "kind": q["kind"], "found": found, "recall": hit})
     recall = {name: sum(r["recall"][name] for r in rows) / len(rows) for name in ranked}
     return {"recall": recall, "rows": rows}
+
+
+def synthetic_memories(n: int, seed: int = 0) -> tuple[list[str], list[str]]:
+    """n pseudo-sentences whose word frequencies follow a Zipf-like curve, as text does, and the
+    vocabulary. Example: texts, words = synthetic_memories(1000); len(texts)  ->  1000
+    """
+    rng = random.Random(seed)
+    words = [
+        f"{a}{b}{c}"
+        for a in "bcdfgklmnprstvz"
+        for b in "aeiou"
+        for c in ("n", "r", "s", "l", "x", "m", "nd", "rt", "st", "sk", "lp", "mp", "ng", "ck")
+    ]
+    weights = [1 / (rank + 1) for rank in range(len(words))]
+    texts = [" ".join(rng.choices(words, weights, k=rng.randint(5, 10))) for _ in range(n)]
+    return texts, words
+
+
+def recall_cost(sizes, queries: int = 20, seed: int = 0, clock=time.perf_counter) -> dict:
+    """Mean seconds per recall (top 5) of labkit's MemoryStore and of an FTS5 table holding the
+    same n synthetic memories, for each n in sizes. Timings: this machine, this moment.
+
+    Example: recall_cost([1000, 4000])  ->  {"sizes": [1000, 4000], "labkit": [...], "fts5": [...]}
+    """
+    from .memory import MemoryStore
+
+    rng, out = random.Random(seed), {"sizes": list(sizes), "labkit": [], "fts5": []}
+    for n in sizes:
+        texts, words = synthetic_memories(n, seed)
+        asked = [" ".join(rng.sample(words[20:2000], 3)) for _ in range(queries)]
+        store = MemoryStore(":memory:")
+        for start in range(0, n, 1000):  # one transaction per 1,000
+            chunk = texts[start : start + 1000]
+            store.write_many(
+                [
+                    {"tenant": "t", "id": f"k{start + i}", "content": text, "confirmed": True}
+                    for i, text in enumerate(chunk)
+                ]
+            )
+        fts = FTS5Index(store.list("t"))
+        for name, recall in (("labkit", partial(store.recall, "t")), ("fts5", fts.recall)):
+            start = clock()
+            for q in asked:
+                recall(q)
+            out[name].append((clock() - start) / queries)
+        store.close()
+    return out

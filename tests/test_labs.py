@@ -23,8 +23,10 @@ from labkit.labs import (
     load_scenarios,
     memory_recall_table,
     rank_metrics,
+    recall_cost,
     run_scenario,
     script_step,
+    synthetic_memories,
 )
 from labkit.live import ResponsesModel
 from labkit.loop import STOP_REASONS
@@ -290,3 +292,17 @@ def test_recall_at_5_of_labkit_and_fts5_on_the_frozen_set():
     assert table["recall"]["fts5 porter"] > table["recall"]["fts5"]
     synonym = next(r for r in table["rows"] if r["kind"] == "synonym")
     assert set(synonym["recall"].values()) == {0.0}  # no keyword index knows "hometown" = city
+
+
+def test_synthetic_memories_are_seeded_and_zipf_like():
+    texts, words = synthetic_memories(2000, seed=3)
+    assert texts == synthetic_memories(2000, seed=3)[0] != synthetic_memories(2000, seed=4)[0]
+    counts = [sum(text.split().count(w) for text in texts) for w in words[:3]]
+    assert counts[0] > counts[1] > counts[2]  # the first words are the most frequent
+
+
+def test_recall_cost_times_each_store_at_each_size():
+    """A clock that moves one second per reading: each mean is one second over the queries."""
+    ticks = iter(range(100))
+    cost = recall_cost([50, 120], queries=4, clock=lambda: next(ticks))
+    assert cost == {"sizes": [50, 120], "labkit": [0.25, 0.25], "fts5": [0.25, 0.25]}
