@@ -17,6 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from tqdm import tqdm
+
 from labkit.labs import synthetic_memories
 from labkit.memory import MemoryStore, idf, recency, score, tokens
 
@@ -51,6 +53,11 @@ def records(texts, start=0):
     ]
 
 
+def progress(steps, what):
+    """A progress bar on stderr for a load of many chunks (gone when done); none for a short one."""
+    return tqdm(steps, what, leave=False, disable=len(steps) < 20)
+
+
 def timed(fn, repeat):
     start = time.perf_counter()
     out = [fn(i) for i in range(repeat)]
@@ -63,7 +70,7 @@ def timed(fn, repeat):
 def labkit_store(folder, texts, clock):
     store = MemoryStore(folder / "labkit.sqlite3", clock=clock)
     start = time.perf_counter()
-    for i in range(0, len(texts), 1000):
+    for i in progress(range(0, len(texts), 1000), f"labkit: loading {len(texts):,}"):
         store.write_many(records(texts[i : i + 1000], i))
     return store, time.perf_counter() - start
 
@@ -91,7 +98,7 @@ def fts_store(folder, texts):
         "CREATE VIRTUAL TABLE memories USING fts5(content, tenant UNINDEXED, expires_at UNINDEXED)"
     )
     start = time.perf_counter()
-    for i in range(0, len(texts), 1000):
+    for i in progress(range(0, len(texts), 1000), f"fts5: loading {len(texts):,}"):
         db.execute("BEGIN IMMEDIATE")
         db.executemany(
             "INSERT INTO memories VALUES (?, 'bench', ?)", [(t, 4e9) for t in texts[i : i + 1000]]
