@@ -662,8 +662,11 @@ def test_benchmark_first_line_names_its_data_and_where_scifact_goes(tmp_path, mo
     small = bench_rag.generated_corpus(n_docs=60, n_queries=5)
     monkeypatch.setattr(bench_rag, "SCIFACT", tmp_path / "absent")
     monkeypatch.setattr(bench_rag, "generated_corpus", lambda: small)
+    monkeypatch.setattr(bench_rag, "EXACT_SIZES", (60,))  # torch beside faiss, on 60 vectors only
     bench_rag.main([])
     lines = capsys.readouterr().out.splitlines()
+    # the torch-beside-faiss row for 60 vectors: faiss found the same rows for all 300 queries
+    assert any(line.split()[:1] == ["60"] and line.endswith("300/300") for line in lines)
     assert lines[0].startswith("data: a GENERATED corpus (60 docs") and "NOT SciFact" in lines[0]
     assert "../shared/ir/scifact beside the repository" in lines[
         0
