@@ -17,12 +17,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from tqdm import tqdm
+
+from labkit.labs import synthetic_memories
 from labkit.memory import MemoryStore, idf, recency, score, tokens
 
 SIZES = (1_000, 100_000)
 WRITES = 200  # single writes timed at each size
 QUERIES = 200  # recalls timed at each size (the list scan gets fewer at 100k)
-VOCABULARY = 5_000
 
 
 class Clock:
@@ -35,19 +37,6 @@ class Clock:
     def __call__(self):
         self.now += 1.0
         return self.now
-
-
-def corpus(n, rng):
-    """Deterministic pseudo-sentences whose word frequencies follow a Zipf-like curve, as text
-    does."""
-    words = [
-        f"{a}{b}{c}"
-        for a in "bcdfgklmnprstvz"
-        for b in "aeiou"
-        for c in ("n", "r", "s", "l", "x", "m", "nd", "rt", "st", "sk", "lp", "mp", "ng", "ck")
-    ][:VOCABULARY]
-    weights = [1 / (rank + 1) for rank in range(len(words))]
-    return [" ".join(rng.choices(words, weights, k=rng.randint(5, 10))) for _ in range(n)], words
 
 
 def records(texts, start=0):
@@ -64,6 +53,11 @@ def records(texts, start=0):
     ]
 
 
+def progress(steps, what):
+    """A progress bar on stderr for a load of many chunks (gone when done); none for a short one."""
+    return tqdm(steps, what, leave=False, disable=len(steps) < 20)
+
+
 def timed(fn, repeat):
     start = time.perf_counter()
     out = [fn(i) for i in range(repeat)]
@@ -76,7 +70,7 @@ def timed(fn, repeat):
 def labkit_store(folder, texts, clock):
     store = MemoryStore(folder / "labkit.sqlite3", clock=clock)
     start = time.perf_counter()
-    for i in range(0, len(texts), 1000):
+    for i in progress(range(0, len(texts), 1000), f"labkit: loading {len(texts):,}"):
         store.write_many(records(texts[i : i + 1000], i))
     return store, time.perf_counter() - start
 
@@ -104,7 +98,7 @@ def fts_store(folder, texts):
         "CREATE VIRTUAL TABLE memories USING fts5(content, tenant UNINDEXED, expires_at UNINDEXED)"
     )
     start = time.perf_counter()
-    for i in range(0, len(texts), 1000):
+    for i in progress(range(0, len(texts), 1000), f"fts5: loading {len(texts):,}"):
         db.execute("BEGIN IMMEDIATE")
         db.executemany(
             "INSERT INTO memories VALUES (?, 'bench', ?)", [(t, 4e9) for t in texts[i : i + 1000]]
@@ -132,7 +126,7 @@ def fts_recall(db, query, limit=5):
 
 
 def measure(n, rng):
-    texts, words = corpus(n + WRITES, rng)
+    texts, words = synthetic_memories(n + WRITES, seed=n)
     base, extra = texts[:n], texts[n:]
     queries = [" ".join(rng.sample(words[20:2000], rng.randint(2, 3))) for _ in range(QUERIES)]
     rows = {}

@@ -2,7 +2,9 @@
 
     python -m benchmarks rag            # BM25: build time, queries/s, nDCG@10 (+ ratios)
     python -m benchmarks rag --dense    # also MiniLM and RRF nDCG@10 (minutes on 2 cores; or
-    LABKIT_BENCH_DENSE=1)
+    LABKIT_BENCH_DENSE=1), and faiss's top 100 against labkit's on the SciFact vectors
+Every run also times exact cosine top-k, labkit's embed.cosine_top_k (torch) beside faiss
+IndexFlatIP, on seeded random 384-d vectors at the sizes the course uses.
 
 Data: SciFact (BEIR format: corpus.jsonl, queries.jsonl, qrels/test.tsv) is not shipped; place it at
 ../shared/ir/scifact beside the repository (never copied into it). When it is absent, a generated
@@ -183,19 +185,82 @@ def run_naive(doc_tokens, query_tokens, ids, limit=20):
     return elapsed / len(sample)
 
 
+class Progress:
+    """An embedder that embeds in batches behind a progress bar (stderr), with the same identity,
+    so the cache key is the wrapped model's."""
+
+    def __init__(self, model, batch=256):
+        self.model, self.identity, self.batch = model, model.identity, batch
+
+    def embed(self, texts):
+        import torch
+        from tqdm import tqdm
+
+        starts = range(0, len(texts), self.batch)
+        parts = [self.model.embed(texts[i : i + self.batch]) for i in tqdm(starts, "embedding")]
+        return torch.cat(parts)
+
+
 def dense_rankings(texts, queries, ids, cache_dir=None):
-    """MiniLM exact cosine: (rankings, seconds to embed the corpus, cache status)."""
+    """MiniLM exact cosine: (rankings, seconds to embed the corpus, cache status, faiss agrees)."""
     from labkit.embed import CACHE_DIR, MiniLM, cosine_top_k, embed_cached
+    from labkit.labs import faiss_index, faiss_top_k
 
     model = MiniLM()
-    (vectors, status), seconds = timed(embed_cached, model, texts, cache_dir or CACHE_DIR)
+    (vectors, status), seconds = timed(embed_cached, Progress(model), texts, cache_dir or CACHE_DIR)
     query_vectors = model.embed(list(queries.values()))
     hits = cosine_top_k(query_vectors, vectors, 100)
+    theirs = faiss_top_k(faiss_index(vectors), query_vectors, 100)
+    # a row may differ only where two similarities tie to float precision
+    agree = sum([r for r, _ in a] == [r for r, _ in b] for a, b in zip(hits, theirs, strict=True))
     return (
         {q: [ids[i] for i, _ in row] for q, row in zip(queries, hits, strict=True)},
         seconds,
         status,
+        agree,
     )
+
+
+# the teaching corpus's chunks, a thousand, SciFact's abstracts, ten times that
+EXACT_SIZES = (62, 1_000, 5_183, 50_000)
+
+
+def exact_search_speed(sizes=EXACT_SIZES, dim=384, queries=300, k=10):
+    """labkit's cosine_top_k (torch) beside faiss IndexFlatIP: queries/s one at a time and as a
+    batch, on seeded random vectors; and whether their top k rows agree."""
+    import torch
+
+    from labkit.embed import cosine_top_k
+    from labkit.labs import faiss_index, faiss_top_k
+
+    print(
+        f"exact cosine top-{k}, {dim}-d, {queries} queries: labkit embed.cosine_top_k (torch) "
+        "vs faiss IndexFlatIP"
+    )
+    print(
+        f"{'vectors':>8}  {'torch q/s':>10} {'faiss q/s':>10} {'torch/faiss':>11}   "
+        f"{'batch torch':>11} {'batch faiss':>11} {'torch/faiss':>11}   same rows"
+    )
+    generator = torch.Generator().manual_seed(0)
+    for n in sizes:
+        vectors = torch.randn(n, dim, generator=generator)
+        asked = torch.randn(queries, dim, generator=generator)
+        index = faiss_index(vectors)
+        one_torch = timed(lambda v=vectors, a=asked: [cosine_top_k(q, v, k) for q in a], repeat=3)[
+            1
+        ]
+        one_faiss = timed(lambda i=index, a=asked: [faiss_top_k(i, q, k) for q in a], repeat=3)[1]
+        ours, batch_torch = timed(cosine_top_k, asked, vectors, k, repeat=3)
+        theirs, batch_faiss = timed(faiss_top_k, index, asked, k, repeat=3)
+        same = sum(
+            [r for r, _ in a] == [r for r, _ in b] for a, b in zip(ours, theirs, strict=True)
+        )
+        print(
+            f"{n:>8,}  {queries / one_torch:>10,.0f} {queries / one_faiss:>10,.0f} "
+            f"{one_faiss / one_torch:>10.2f}x   {queries / batch_torch:>11,.0f} "
+            f"{queries / batch_faiss:>11,.0f} {batch_faiss / batch_torch:>10.2f}x   "
+            f"{same}/{queries}"
+        )
 
 
 def main(argv=None):
@@ -230,6 +295,7 @@ def main(argv=None):
         f"{labkit_qps * naive:>6.0f}x"
     )
     print(f"build: labkit takes {rows[0][1] / rows[1][1]:.2f}x the time of bm25s")
+    exact_search_speed(EXACT_SIZES)
 
     if not dense:
         print(
@@ -237,13 +303,14 @@ def main(argv=None):
             "minutes on CPU)"
         )
         return
-    dense_rank, seconds, status = dense_rankings(texts, queries, ids)
+    dense_rank, seconds, status, agree = dense_rankings(texts, queries, ids)
     bm25_100 = {q: [ids[i] for i, _ in index.top_k(toks, 100)] for q, toks in query_tokens.items()}
     fused = {q: [d for d, _ in rrf([bm25_100[q], dense_rank[q]])] for q in queries}
     print(
         f"MiniLM exact cosine  nDCG@10 {mean_ndcg(dense_rank, qrels):.4f}  ("
         + (f"earlier run {EARLIER_RUN['MiniLM']:.4f}; " if scifact else "")
-        + f"corpus embedded in {seconds:.0f} s, cache {status})"
+        + f"corpus embedded in {seconds:.0f} s, cache {status}); faiss IndexFlatIP gives the "
+        f"same top 100 rows for {agree} of {len(queries)} queries"
     )
     print(
         f"RRF(BM25, MiniLM)    nDCG@10 {mean_ndcg(fused, qrels):.4f}  (k=60, top 100 of each"

@@ -237,15 +237,20 @@ def cosine_top_k(query, vectors, k: int) -> list:
             f"the query has {queries.shape[1]} numbers per vector but the index has "
             f"{matrix.shape[1]} — embed queries and chunks with the same model"
         )
-    # normalize divides by max(norm, eps), so a zero vector stays zero and scores 0, not NaN
-    similarity = F.normalize(queries, dim=1) @ F.normalize(matrix, dim=1).T  # (queries, rows)
-    # stable: ties by row
-    values, order = torch.sort(similarity, dim=1, descending=True, stable=True)
+    # dividing by max(norm, eps) keeps a zero vector zero, so it scores 0, not NaN; dividing the
+    # scores by the norms never copies the matrix (F.normalize(matrix) would, at every call)
+    lengths = torch.linalg.vector_norm(queries, dim=1, keepdim=True).clamp_min(1e-12)
+    norms = torch.linalg.vector_norm(matrix, dim=1).clamp_min(1e-12)
+    similarity = (queries @ matrix.T) / (lengths * norms)  # (queries, rows)
     k = max(0, min(k, matrix.shape[0]))
-    results = [
-        list(zip(rows, scores, strict=True))
-        for rows, scores in zip(order[:, :k].tolist(), values[:, :k].tolist(), strict=True)
-    ]
+    # topk finds the best k without sorting every row; a query with a tie among them or at the
+    # edge (the k+1-th) is sorted in full, stably, so ties still go to the lower row
+    values, order = (part.tolist() for part in torch.topk(similarity, min(k + 1, len(matrix))))
+    for i, row in enumerate(values):
+        if any(a == b for a, b in zip(row, row[1:], strict=False)):
+            stable = torch.sort(similarity[i], descending=True, stable=True)
+            values[i], order[i] = (part[:k].tolist() for part in stable)
+    results = [list(zip(r[:k], s[:k], strict=True)) for r, s in zip(order, values, strict=True)]
     return results[0] if single else results
 
 

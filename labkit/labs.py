@@ -7,13 +7,23 @@ exfiltration trials, detector scoring. 06_rag: the frozen query set and its rank
 08_context: the frozen long conversation, its probes and the three compaction strategies. 09_mcp:
 hostile MCP servers (poisoning, rug pull, shadowing, confused deputy) and their trials.
 10_evals: the frozen tool-call set and its table, the agent suite, the judges' human labels, plots.
+Beside the hand-written pieces, what production runs: 03 the frozen memory set (data/evals/
+memory_queries.json) in SQLite FTS5, 06 faiss IndexFlatIP, 07 the refund as a DBOS workflow.
 """
 
 import json
 import logging
+import multiprocessing
+import multiprocessing.connection
+import os
+import random
+import signal
+import subprocess
+import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -37,12 +47,14 @@ from .models import (
     turn,
     user,
 )
+from .runtime import operation_id as runtime_operation_id
 from .schema import ArgumentError, parse_arguments
 from .stats import bootstrap_ci
 from .suite import EvalTask, Version, run_suite
 from .tokens import count as count_tokens
 from .toolbox import calculate, get_weather, list_docs, read_doc
 from .tools import tool
+from .trace import clip
 
 # ---------------------------------------------------------------- 04_loop: scenarios
 
@@ -1002,3 +1014,389 @@ def plot_cost(reports):
     ax.set_title("Cost against success (estimated prices, scripted token counts)")
     fig.tight_layout()
     return fig
+
+
+# ---------------------------------------------------- 07_runtime: the same refund on DBOS
+
+# Where a DBOS worker is killed, in the order a refund reaches them. DBOS records a workflow when
+# it starts and a step's output when the step returns; nothing in between.
+DBOS_POINTS = (
+    "before_workflow",  # nothing recorded: the caller's retry starts it
+    "before_step",  # workflow recorded, step not started: recovery runs the step
+    "before_effect",  # in the step, before the bank is asked: recovery runs the step
+    "after_effect",  # in the step, after the bank paid, output not recorded: it runs AGAIN
+    "after_step",  # step output recorded: recovery returns it, the step does not run
+    "after_workflow",  # workflow done: the retry gets the recorded result
+)
+
+
+class Bank:
+    """The external system: a file with one line per refund request it received.
+
+    Like a payment provider, it honours an idempotency key (Stripe's Idempotency-Key): a key it has
+    paid before gets the first receipt again and moves no money. Without a key, every request pays.
+    Example: Bank(folder / "bank.txt").refund("A-1", 30, key="op_...")["receipt"]  ->  "R-1"
+    """
+
+    def __init__(self, path):
+        self.path = Path(path)
+
+    def lines(self) -> list[list[str]]:
+        """Every request: [outcome ("paid" | "replayed"), order_id, amount, key or "-"]."""
+        text = self.path.read_text(encoding="utf-8") if self.path.exists() else ""
+        return [line.split() for line in text.splitlines()]
+
+    def refund(self, order_id: str, amount: int, key: str | None = None) -> dict:
+        paid = [line for line in self.lines() if line[0] == "paid"]
+        first = next((n for n, line in enumerate(paid, 1) if key and line[3] == key), None)
+        with open(self.path, "a", encoding="utf-8") as ledger:
+            ledger.write(f"{'replayed' if first else 'paid'} {order_id} {amount} {key or '-'}\n")
+            ledger.flush()
+            os.fsync(ledger.fileno())  # the money moved, whatever happens to the caller next
+        return {"receipt": f"R-{first or len(paid) + 1}", "replayed": first is not None}
+
+    def requests(self, order_id: str) -> int:
+        return sum(line[1] == order_id for line in self.lines())
+
+    def refunds(self, order_id: str) -> int:
+        return sum(line[1] == order_id and line[0] == "paid" for line in self.lines())
+
+
+def _dbos_worker(folder, order, point, previous, keyed):
+    """One worker process: DBOS recovers what the last worker left, the caller retries the last
+    request (its answer was lost), then this worker refunds `order` and is killed at `point`."""
+    from dbos import DBOS, SetWorkflowID
+
+    bank = Bank(folder / "bank.txt")
+
+    def crash(at, order_id):  # SIGKILL: no cleanup, no finally, no flush
+        if (at, order_id) == (point, order):
+            os.kill(os.getpid(), getattr(signal, "SIGKILL", signal.SIGTERM))
+
+    db = folder / "dbos.sqlite3"
+    # the listener polls every 10 ms, so a worker shuts down at once instead of within a second
+    config = {"name": "labkit-refunds", "system_database_url": f"sqlite:///{db}"}
+    config.update(log_level="ERROR", notification_listener_polling_interval_sec=0.01)
+    DBOS(config=config)
+
+    @DBOS.step()
+    def send_refund(order_id: str, amount: int) -> dict:
+        crash("before_effect", order_id)
+        arguments = {"order_id": order_id, "amount": amount}
+        key = runtime_operation_id("agent", "refund", arguments, order_id) if keyed else None
+        receipt = bank.refund(order_id, amount, key)
+        crash("after_effect", order_id)
+        return receipt
+
+    @DBOS.workflow()
+    def refund_workflow(order_id: str, amount: int) -> dict:
+        crash("before_step", order_id)
+        receipt = send_refund(order_id, amount)
+        crash("after_step", order_id)
+        return receipt
+
+    def request(order_id):  # the caller names the intent: one workflow id per refund
+        with SetWorkflowID(f"refund-{order_id}"):
+            return refund_workflow(order_id, 30)
+
+    DBOS.launch()  # 1. DBOS's own recovery: every workflow left PENDING runs again
+    for pending in DBOS.list_workflows(status="PENDING"):
+        DBOS.retrieve_workflow(pending.workflow_id).get_result(polling_interval_sec=0.01)
+    if previous:  # 2. the caller retries the last request: a done workflow is not run again
+        request(previous)
+    if order:  # 3. this worker's own refund, killed at `point`
+        crash("before_workflow", order)
+        request(order)
+        crash("after_workflow", order)
+    DBOS.destroy()
+
+
+def _dbos_runner():
+    """In a fresh process: run the chains read from stdin at once, print their rows as JSON.
+
+    A chain is one store: its workers run one after another, each recovering the last one's work.
+    The chains run side by side, so most of their waiting (DBOS polls its queue) overlaps.
+    """
+    chains = json.loads(sys.stdin.read())
+    import dbos  # noqa: F401 -- imported once, before forking: each worker starts with it loaded
+
+    # fork (this process has no threads): a worker starts in milliseconds; elsewhere, spawn
+    context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
+    orders = [[f"{c['tag']}{n + 1}" for n in range(len(c["points"]))] for c in chains]
+    codes = [[] for _ in chains]
+
+    def start(c):  # the next worker of chain c; the last one only recovers and retries
+        n, chain = len(codes[c]), chains[c]
+        order, point = (orders[c][n], chain["points"][n]) if n < len(orders[c]) else (None, None)
+        previous = orders[c][n - 1] if n else None
+        worker = context.Process(
+            target=_dbos_worker,
+            args=(Path(chain["folder"]), order, point, previous, chain["keyed"]),
+        )
+        worker.start()
+        return worker
+
+    running = {c: start(c) for c in range(len(chains))}
+    while running:
+        multiprocessing.connection.wait([w.sentinel for w in running.values()], timeout=120)
+        for c, worker in list(running.items()):
+            if worker.exitcode is None:
+                continue
+            worker.join()  # reaped
+            codes[c].append(worker.exitcode)
+            del running[c]
+            if len(codes[c]) <= len(orders[c]):
+                running[c] = start(c)
+    killed = -getattr(signal, "SIGKILL", signal.SIGTERM)
+    rows = []
+    for chain, names, exits in zip(chains, orders, codes, strict=True):
+        bank = Bank(Path(chain["folder"]) / "bank.txt")
+        rows.append(
+            [
+                {
+                    "order": order,
+                    "point": point,
+                    "killed": code == killed,
+                    "requests": bank.requests(order),
+                    "refunds": bank.refunds(order),
+                }
+                for order, point, code in zip(names, chain["points"], exits, strict=False)
+            ]
+        )
+    print(json.dumps({"rows": rows, "last_exits": [exits[-1] for exits in codes]}))
+
+
+def kill_points(trials: int, seed: int = 0) -> list[str]:
+    """`trials` kill points in a seeded random order: rounds of the six points, each shuffled.
+
+    Example: kill_points(6)  ->  the six DBOS_POINTS, shuffled
+    """
+    rng, points = random.Random(seed), []
+    while len(points) < trials:
+        points += rng.sample(DBOS_POINTS, len(DBOS_POINTS))
+    return points[:trials]
+
+
+def dbos_kill_trial(folder, points, chains: int = 6) -> dict:
+    """Refund one order per point as a DBOS workflow; SIGKILL each worker at its point; restart.
+
+    Each restart is a new worker whose DBOS.launch() recovers what the killed one left; the caller
+    then retries the lost request with the same workflow id. "with key" passes labkit's operation_id
+    to the bank as the idempotency key, "without key" none. The points are split over `chains`
+    stores per mode, run side by side (DBOS recovers through a queue it polls once a second).
+    Example: dbos_kill_trial(tmp, kill_points(20))["without key"][0]  ->  {"order", "point",
+             "killed", "requests", "refunds"}
+    """
+    folder, points = Path(folder), list(points)
+    if unknown := sorted(set(points) - set(DBOS_POINTS)):
+        raise UserError(f"unknown kill points {unknown} — use some of {', '.join(DBOS_POINTS)}")
+    chains = max(1, min(chains, len(points)))
+    modes = (("with key", True), ("without key", False))
+    spec = []
+    for mode, keyed in modes:
+        for c in range(chains):
+            store = folder / mode / f"store{c + 1}"
+            store.mkdir(parents=True, exist_ok=True)
+            tag = "ABCDEFGHJKLMNPQRSTUVWXYZ"[c % 24]
+            spec.append(
+                {"folder": str(store), "points": points[c::chains], "keyed": keyed, "tag": tag}
+            )
+    runner = subprocess.Popen(
+        [sys.executable, "-c", "from labkit.labs import _dbos_runner; _dbos_runner()"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        out, err = runner.communicate(json.dumps(spec), timeout=600)
+    finally:
+        if runner.poll() is None:  # it hung: never leave it running
+            runner.kill()
+            runner.communicate()
+    if runner.returncode != 0 or not out.strip():
+        raise ServiceError(f"the DBOS trial failed: {clip(err.strip()[-300:], 300)}")
+    result = json.loads(out.splitlines()[-1])
+    if any(code != 0 for code in result["last_exits"]):
+        raise ServiceError(f"a recovering DBOS worker failed: exit codes {result['last_exits']}")
+    # back in the order of `points`: trial n ran (n // chains)-th in store n % chains
+    by_mode = {
+        mode: result["rows"][m * chains : (m + 1) * chains] for m, (mode, _) in enumerate(modes)
+    }
+    return {
+        mode: [stores[n % chains][n // chains] for n in range(len(points))]
+        for mode, stores in by_mode.items()
+    }
+
+
+# ------------------------------------------------------ 06_rag: exact search beside faiss
+
+
+def faiss_index(vectors):
+    """faiss IndexFlatIP (exact inner product) over the unit-length rows: cosine, as faiss does it.
+
+    Example: index = faiss_index(library.vectors); faiss_top_k(index, query_vector, 5)
+    """
+    import faiss
+    import torch
+    import torch.nn.functional as F
+
+    unit = F.normalize(torch.as_tensor(vectors, dtype=torch.float32), dim=1)  # faiss expects unit
+    index = faiss.IndexFlatIP(unit.shape[1])
+    index.add(unit.numpy())
+    return index
+
+
+def faiss_top_k(index, query, k: int) -> list:
+    """The k best rows of a faiss index, in embed.cosine_top_k's shape: [(row, similarity), ...].
+
+    Example: faiss_top_k(faiss_index(vectors), vectors[0], 1)  ->  [(0, 1.0)]
+    """
+    import torch
+    import torch.nn.functional as F
+
+    query = torch.as_tensor(query, dtype=torch.float32)
+    single = query.ndim == 1
+    scores, rows = index.search(F.normalize(query.reshape(-1, index.d), dim=1).numpy(), k)
+    found = [
+        [(r, s) for r, s in zip(row, score, strict=True) if r >= 0]  # -1: fewer than k rows
+        for row, score in zip(rows.tolist(), scores.tolist(), strict=True)
+    ]
+    return found[0] if single else found
+
+
+# ------------------------------------------------- 03_memory: recall beside SQLite FTS5
+
+MEMORY_QUERIES = EVALS_DIR / "memory_queries.json"
+
+
+def load_memory_set(path=MEMORY_QUERIES, clock=None):
+    """The frozen memory set in a new in-memory MemoryStore, each memory written `age_days` ago.
+
+    Returns (store, tenant, queries); the store's clock ends at "now" (pass a ManualClock to keep
+    it). Example: store, tenant, queries = load_memory_set(); queries[0]["expected"]  ->  ["units"]
+    """
+    from .memory import ManualClock, MemoryStore
+
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    clock = clock or ManualClock()
+    store, tenant = MemoryStore(":memory:", clock=clock), data["tenant"]
+    oldest = max(m["age_days"] for m in data["memories"])
+    age = oldest
+    for m in sorted(data["memories"], key=lambda m: -m["age_days"]):  # oldest first
+        clock.advance(days=age - m["age_days"])
+        age = m["age_days"]
+        store.write(
+            tenant,
+            m["content"],
+            id=m["id"],
+            kind=m["kind"],
+            importance=m["importance"],
+            confirmed=True,
+            ttl_days=365,
+        )
+    clock.advance(days=age)
+    return store, tenant, data["queries"]
+
+
+class FTS5Index:
+    """The same memories in an SQLite FTS5 table, ranked by FTS5's bm25 (text only: no recency,
+    no importance). The query is labkit's keywords joined with OR, so both see the same words;
+    stem=True adds FTS5's porter stemmer ("allergies" finds "allergic"), which labkit lacks.
+
+    Example: FTS5Index(store.list("ana")).recall("which units?")  ->  ["units", ...]
+    """
+
+    def __init__(self, memories, stem: bool = False):
+        import sqlite3
+
+        self.db = sqlite3.connect(":memory:")
+        tokenize = "porter unicode61" if stem else "unicode61"
+        columns = f"id UNINDEXED, content, tokenize='{tokenize}'"
+        self.db.execute(f"CREATE VIRTUAL TABLE memories USING fts5({columns})")
+        self.db.executemany(
+            "INSERT INTO memories VALUES (?, ?)", [(m.id, m.content) for m in memories]
+        )
+
+    def recall(self, query: str, limit: int = 5) -> list[str]:
+        from .memory import tokens
+
+        # each word quoted: FTS5 would read AND, OR, NOT, NEAR or a '-' as its own syntax
+        match = " OR ".join('"' + w.replace('"', '""') + '"' for w in sorted(set(tokens(query))))
+        if not match:
+            return []
+        rows = self.db.execute(
+            "SELECT id FROM memories WHERE memories MATCH ? ORDER BY bm25(memories), rowid LIMIT ?",
+            (match, limit),
+        )
+        return [id for (id,) in rows]
+
+
+def memory_recall_table(store, tenant, queries, k: int = 5) -> dict:
+    """recall@k of labkit's recall, FTS5's bm25 and FTS5 with stemming, overall and per query.
+
+    Example: memory_recall_table(*load_memory_set())["recall"]["fts5"]  ->  0.74...
+    """
+    fts, stemmed = FTS5Index(store.list(tenant)), FTS5Index(store.list(tenant), stem=True)
+    ranked = {
+        "labkit": lambda q: [h.memory.id for h in store.recall(tenant, q, limit=k)],
+        "fts5": lambda q: fts.recall(q, limit=k),
+        "fts5 porter": lambda q: stemmed.recall(q, limit=k),
+    }
+    rows = []
+    for q in queries:
+        found = {name: rank(q["query"]) for name, rank in ranked.items()}
+        hit = {
+            name: len(set(ids) & set(q["expected"])) / len(q["expected"])
+            for name, ids in found.items()
+        }
+        rows.append({"id": q["id"], "kind": q["kind"], "found": found, "recall": hit})
+    recall = {name: sum(r["recall"][name] for r in rows) / len(rows) for name in ranked}
+    return {"recall": recall, "rows": rows}
+
+
+def synthetic_memories(n: int, seed: int = 0) -> tuple[list[str], list[str]]:
+    """n pseudo-sentences whose word frequencies follow a Zipf-like curve, as text does, and the
+    vocabulary. Example: texts, words = synthetic_memories(1000); len(texts)  ->  1000
+    """
+    rng = random.Random(seed)
+    words = [
+        f"{a}{b}{c}"
+        for a in "bcdfgklmnprstvz"
+        for b in "aeiou"
+        for c in ("n", "r", "s", "l", "x", "m", "nd", "rt", "st", "sk", "lp", "mp", "ng", "ck")
+    ]
+    weights = [1 / (rank + 1) for rank in range(len(words))]
+    texts = [" ".join(rng.choices(words, weights, k=rng.randint(5, 10))) for _ in range(n)]
+    return texts, words
+
+
+def recall_cost(sizes, queries: int = 20, seed: int = 0, clock=time.perf_counter) -> dict:
+    """Mean seconds per recall (top 5) of labkit's MemoryStore and of an FTS5 table holding the
+    same n synthetic memories, for each n in sizes. Timings: this machine, this moment.
+
+    Example: recall_cost([1000, 4000])  ->  {"sizes": [1000, 4000], "labkit": [...], "fts5": [...]}
+    """
+    from .memory import MemoryStore
+
+    rng, out = random.Random(seed), {"sizes": list(sizes), "labkit": [], "fts5": []}
+    for n in sizes:
+        texts, words = synthetic_memories(n, seed)
+        asked = [" ".join(rng.sample(words[20:2000], 3)) for _ in range(queries)]
+        store = MemoryStore(":memory:")
+        for start in range(0, n, 1000):  # one transaction per 1,000
+            chunk = texts[start : start + 1000]
+            store.write_many(
+                [
+                    {"tenant": "t", "id": f"k{start + i}", "content": text, "confirmed": True}
+                    for i, text in enumerate(chunk)
+                ]
+            )
+        fts = FTS5Index(store.list("t"))
+        for name, recall in (("labkit", partial(store.recall, "t")), ("fts5", fts.recall)):
+            start = clock()
+            for q in asked:
+                recall(q)
+            out[name].append((clock() - start) / queries)
+        store.close()
+    return out

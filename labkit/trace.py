@@ -3,9 +3,10 @@
 Written with the foundation (01_setup); taught and used from 04_loop on. A trace renders two
 ways: plain deterministic text lines (what nbval compares: no clock times unless asked) and, for
 people, an HTML table or an ipywidgets stepper that falls back to the text lines where no kernel
-runs. The clock is passed in, so tests can use a fake one.
-
-Deliberately left out: OpenTelemetry export, spans and nesting, persistence (see 07_runtime).
+runs. The clock is passed in, so tests can use a fake one. `to_otel` turns a trace into
+OpenTelemetry spans (GenAI semantic conventions) for the tools production uses to look at runs.
+Deliberately left out: live span export while a run goes (production instruments the SDK calls),
+metrics, persistence (see 07_runtime).
 """
 
 import html
@@ -77,6 +78,8 @@ class Trace:
             text=reply.text,
             calls=[c.name for c in reply.tool_calls],
             status=reply.status,
+            input_tokens=reply.usage.input_tokens if reply.usage else None,
+            output_tokens=reply.usage.output_tokens if reply.usage else None,
         )
 
     def tool(self, turn: int, call, result, elapsed: float = 0.0) -> Event:
@@ -180,3 +183,151 @@ class Stepper:
 
     def __repr__(self):
         return self.text
+
+
+# ---------------------------------------------------------------- OpenTelemetry
+
+
+class JsonLinesExporter:
+    """An OpenTelemetry span exporter writing one JSON object per line to a local file.
+
+    Example: to_otel(trace, exporters=[JsonLinesExporter("spans.jsonl")])
+    """
+
+    def __init__(self, path):
+        self.path = path
+
+    def export(self, spans):
+        from opentelemetry.sdk.trace.export import SpanExportResult
+
+        with open(self.path, "a", encoding="utf-8") as out:
+            for span in spans:
+                out.write(json.dumps(json.loads(span.to_json()), ensure_ascii=False) + "\n")
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self):
+        pass
+
+    def force_flush(self, timeout_millis=30_000):
+        return True
+
+
+def to_otel(
+    trace: Trace,
+    *,
+    model: str = "scripted",
+    provider: str = "labkit.scripted",
+    agent: str = "labkit",
+    path=None,
+    console=None,
+    exporters=(),
+    secrets=(),
+    content: bool = False,
+    start_ns: int | None = None,
+) -> list:
+    """The trace as OpenTelemetry spans, named and labelled by the GenAI semantic conventions.
+
+    One invoke_agent span holds a chat span per model turn (gen_ai.request.model, token usage) and
+    an execute_tool span per tool call (gen_ai.tool.name; error.type when it failed). Every text
+    passes through config.redact(secrets); arguments, results and words only with content=True.
+    Exported to `path` (JSON lines), `console` (a stream) and any `exporters` (e.g. OTLP). The
+    trace keeps durations, not start times: spans are laid end to end from start_ns (default now).
+    Example: spans = to_otel(result.trace, model="gpt-5-mini", path="spans.jsonl")
+    """
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import SpanKind, Status, StatusCode, set_span_in_context
+
+    from .config import redact  # here: config imports errors, which imports this module
+
+    def clean(value):  # no key reaches a span, whatever the trace holds
+        return redact(value, secrets) if isinstance(value, str) else value
+
+    kept = InMemorySpanExporter()
+    tracer_provider = TracerProvider(resource=Resource.create({"service.name": clean(agent)}))
+    sinks = [kept, *exporters]
+    sinks += [JsonLinesExporter(path)] if path is not None else []
+    sinks += [ConsoleSpanExporter(out=console)] if console is not None else []
+    for sink in sinks:
+        tracer_provider.add_span_processor(SimpleSpanProcessor(sink))
+    tracer = tracer_provider.get_tracer("labkit.trace")
+    now = time.time_ns() if start_ns is None else start_ns
+    common = {"gen_ai.provider.name": clean(provider), "gen_ai.request.model": clean(model)}
+    run = tracer.start_span(
+        clean(f"invoke_agent {agent}"),
+        kind=SpanKind.INTERNAL,
+        start_time=now,
+        attributes={**common, "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent},
+    )
+    inside, used = set_span_in_context(run), {"input": 0, "output": 0}
+    for event in trace.events:
+        took = max(0, round(event.elapsed * 1e9))
+        if event.kind in ("model", "tool"):
+            name, kind, attributes = _otel_span(event, common, content, used)
+            span = tracer.start_span(
+                clean(name),
+                context=inside,
+                kind=kind,
+                start_time=now,
+                attributes={k: clean(v) for k, v in attributes.items() if v is not None},
+            )
+            if "error.type" in attributes:
+                span.set_status(Status(StatusCode.ERROR, clean(attributes["error.type"])))
+            span.end(end_time=now + took)
+        else:  # guard decisions, notes and the stop: events on the agent span
+            run.add_event(f"labkit.{event.kind}", {"summary": clean(event.summary)}, now)
+        now += took
+    stop = next((e.detail["reason"] for e in reversed(trace.events) if e.kind == "stop"), None)
+    run.set_attributes(
+        {
+            "gen_ai.usage.input_tokens": used["input"],
+            "gen_ai.usage.output_tokens": used["output"],
+            **({"labkit.stop_reason": clean(stop)} if stop else {}),
+        }
+    )
+    run.end(end_time=now)
+    tracer_provider.shutdown()  # flushes every exporter
+    return list(kept.get_finished_spans())
+
+
+def _otel_span(event, common, content, used):
+    """(name, kind, attributes) of the span for one model or tool event."""
+    from opentelemetry.trace import SpanKind
+
+    d = event.detail
+    if event.kind == "model":
+        used["input"] += d.get("input_tokens") or 0
+        used["output"] += d.get("output_tokens") or 0
+        attributes = {
+            **common,
+            "gen_ai.operation.name": "chat",
+            "gen_ai.usage.input_tokens": d.get("input_tokens"),
+            "gen_ai.usage.output_tokens": d.get("output_tokens"),
+            "gen_ai.response.finish_reasons": ["tool_calls" if d.get("calls") else "stop"]
+            if d.get("status") == "completed"
+            else [str(d.get("status"))],
+            "labkit.turn": event.turn,
+        }
+        if content:
+            said = [{"type": "text", "content": d["text"]}] if d.get("text") else []
+            said += [{"type": "tool_call", "name": name} for name in d.get("calls", [])]
+            attributes["gen_ai.output.messages"] = json.dumps(
+                [{"role": "assistant", "parts": said}], ensure_ascii=False
+            )
+        return f"chat {common['gen_ai.request.model']}", SpanKind.CLIENT, attributes
+    result = d.get("result")
+    failed = isinstance(result, dict) and result.get("ok") is False
+    attributes = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": d.get("name"),
+        "gen_ai.tool.call.id": d.get("call_id"),
+        "gen_ai.tool.type": "function",
+        "error.type": result.get("error") if failed else None,
+        "labkit.turn": event.turn,
+    }
+    if content:
+        attributes["gen_ai.tool.call.arguments"] = str(d.get("arguments"))
+        attributes["gen_ai.tool.call.result"] = json.dumps(result, ensure_ascii=False, default=str)
+    return f"execute_tool {d.get('name')}", SpanKind.INTERNAL, attributes

@@ -6,27 +6,40 @@ import json
 
 import jsonschema
 import numpy as np
+import psutil
 import pytest
 
+from labkit.errors import UserError
 from labkit.labs import (
+    DBOS_POINTS,
+    MEMORY_QUERIES,
+    Bank,
+    FTS5Index,
     bfcl_tool,
+    dbos_kill_trial,
     evaluate_retrieval,
     evaluate_scenarios,
+    kill_points,
     load_injections,
+    load_memory_set,
     load_queries,
     load_scenarios,
     load_suite,
     load_tool_cases,
+    memory_recall_table,
     model_calls,
     plot_cost,
     plot_success,
     rank_metrics,
+    recall_cost,
     run_scenario,
     script_step,
+    synthetic_memories,
     tool_call_table,
 )
 from labkit.live import ResponsesModel
 from labkit.loop import STOP_REASONS
+from labkit.memory import ManualClock, MemoryStore
 from labkit.models import (
     ScriptedModel,
     call,
@@ -227,3 +240,140 @@ def test_plots_have_a_title_and_labelled_axes_and_the_same_bytes_every_time(plot
         fig.savefig(buffer, format="png")
         images.append(buffer.getvalue())
     assert images[0] == images[1] and b"tIME" not in images[0]  # PNG's time chunk: absent
+
+
+# ---------------------------------------------------------------- 07_runtime beside DBOS
+
+
+@pytest.mark.parametrize(
+    "keys, receipts, paid",
+    [
+        (["op_1", "op_1", "op_2"], ["R-1", "R-1", "R-2"], 2),
+        ([None, None, None], ["R-1", "R-2", "R-3"], 3),
+    ],
+    ids=["a repeated key pays once", "without a key every request pays"],
+)
+def test_the_bank_honours_an_idempotency_key(tmp_path, keys, receipts, paid):
+    bank = Bank(tmp_path / "bank.txt")
+    assert [bank.refund("A-1", 30, key)["receipt"] for key in keys] == receipts
+    assert (bank.requests("A-1"), bank.refunds("A-1")) == (3, paid)
+
+
+@pytest.mark.parametrize("trials", [6, 20, 25])
+def test_kill_points_are_shuffled_and_balanced(trials):
+    points = kill_points(trials)
+    counts = [points.count(p) for p in DBOS_POINTS]
+    assert len(points) == trials and max(counts) - min(counts) <= 1
+    assert points != sorted(points, key=DBOS_POINTS.index) and points == kill_points(trials)
+
+
+def test_an_unknown_kill_point_is_refused(tmp_path):
+    with pytest.raises(UserError, match="unknown kill points"):
+        dbos_kill_trial(tmp_path, ["after_lunch"])
+
+
+@pytest.fixture(scope="module")
+def dbos_trial(tmp_path_factory):
+    """24 DBOS workers per mode, each SIGKILLed at a seeded random point, then recovered."""
+    points = kill_points(24, seed=16)
+    trial = dbos_kill_trial(tmp_path_factory.mktemp("dbos"), points)
+    return points, trial, psutil.Process().children(recursive=True)
+
+
+def test_every_dbos_worker_was_killed_and_reaped(dbos_trial):
+    points, trial, children = dbos_trial
+    for rows in trial.values():
+        assert [r["point"] for r in rows] == points
+        assert all(r["killed"] for r in rows)
+    assert children == []  # the runner and every worker it forked are gone
+
+
+@pytest.mark.parametrize("mode", ["with key", "without key"])
+def test_dbos_runs_a_step_again_when_its_completion_was_not_recorded(dbos_trial, mode):
+    """The bank is asked twice exactly where the worker died after the effect, before DBOS
+    recorded the step's output; at every other point, once."""
+    points, trial, _ = dbos_trial
+    assert [r["requests"] for r in trial[mode]] == [2 if p == "after_effect" else 1 for p in points]
+
+
+def test_only_the_idempotency_key_keeps_the_second_request_from_paying(dbos_trial):
+    points, trial, _ = dbos_trial
+    duplicates = {m: [r["point"] for r in rows if r["refunds"] > 1] for m, rows in trial.items()}
+    assert duplicates["with key"] == []
+    assert duplicates["without key"] == ["after_effect"] * points.count("after_effect")
+    assert all(r["refunds"] >= 1 for rows in trial.values() for r in rows)  # none lost
+
+
+# ---------------------------------------------------------------- 03: recall beside FTS5
+
+
+def test_the_frozen_memory_set_is_valid_and_written_at_its_ages():
+    clock = ManualClock()
+    store, tenant, queries = load_memory_set(clock=clock)
+    data = json.loads(MEMORY_QUERIES.read_text())
+    ids = [m["id"] for m in data["memories"]]
+    assert len(set(ids)) == len(ids) == store.count(tenant)
+    assert {q["id"] for q in queries} == {f"q{n:02}" for n in range(1, len(queries) + 1)}
+    assert all(q["expected"] and set(q["expected"]) <= set(ids) for q in queries)
+    for m in data["memories"]:
+        assert clock.now - store.get(tenant, m["id"]).updated_at == m["age_days"] * 86400
+
+
+def four_memories(clock):
+    store = MemoryStore(":memory:", clock=clock)
+    store.write("ana", "Lives in Lisbon near the river", id="city_then", confirmed=True)
+    clock.advance(days=60)
+    store.write("ana", "Moved to Porto; lives in the old town now", id="city_now", confirmed=True)
+    store.write("ana", "Allergic to peanuts", id="allergy", confirmed=True)
+    store.write("ana", 'Said "NOT now" - later', id="quote", confirmed=True)
+    return store
+
+
+@pytest.mark.parametrize(
+    "query, stem, labkit, fts5",
+    [
+        # the same word matches both; labkit puts the newer first, bm25 the shorter text
+        ("lives", False, ["city_now", "city_then"], ["city_then", "city_now"]),
+        ("a peanut?", False, [], []),
+        ("a peanut?", True, [], ["allergy"]),  # only FTS5's porter stemmer finds it
+        ('NOT now "quote" -later', False, ["quote", "city_now"], ["quote", "city_now"]),
+    ],
+    ids=["ranking", "no stemming", "porter stemming", "FTS5 syntax in a query is just words"],
+)
+def test_fts5_ranks_the_same_words_by_text_and_labkit_by_recency(query, stem, labkit, fts5):
+    store = four_memories(ManualClock())
+    assert [h.memory.id for h in store.recall("ana", query)][:2] == labkit
+    assert FTS5Index(store.list("ana"), stem=stem).recall(query)[:2] == fts5
+
+
+def test_recall_at_5_of_labkit_and_fts5_on_the_frozen_set():
+    """Each figure is the mean of per-query recall, each hand-checkable from the ids found."""
+    store, tenant, queries = load_memory_set()
+    table = memory_recall_table(store, tenant, queries)
+    expected = {q["id"]: set(q["expected"]) for q in queries}
+    for name, value in table["recall"].items():
+        per_query = [
+            len(set(r["found"][name]) & expected[r["id"]]) / len(expected[r["id"]])
+            for r in table["rows"]
+        ]
+        assert all(len(r["found"][name]) <= 5 for r in table["rows"])
+        assert value == pytest.approx(sum(per_query) / len(queries))
+    # both see the same keywords, so on 45 memories their top 5 hold the same memories
+    assert table["recall"]["labkit"] == table["recall"]["fts5"] > 0.5
+    assert table["recall"]["fts5 porter"] > table["recall"]["fts5"]
+    synonym = next(r for r in table["rows"] if r["kind"] == "synonym")
+    assert set(synonym["recall"].values()) == {0.0}  # no keyword index knows "hometown" = city
+
+
+def test_synthetic_memories_are_seeded_and_zipf_like():
+    texts, words = synthetic_memories(2000, seed=3)
+    assert texts == synthetic_memories(2000, seed=3)[0] != synthetic_memories(2000, seed=4)[0]
+    counts = [sum(text.split().count(w) for text in texts) for w in words[:3]]
+    assert counts[0] > counts[1] > counts[2]  # the first words are the most frequent
+
+
+def test_recall_cost_times_each_store_at_each_size():
+    """A clock that moves one second per reading: each mean is one second over the queries."""
+    ticks = iter(range(100))
+    cost = recall_cost([50, 120], queries=4, clock=lambda: next(ticks))
+    assert cost == {"sizes": [50, 120], "labkit": [0.25, 0.25], "fts5": [0.25, 0.25]}

@@ -7,10 +7,12 @@ valid nbformat 4.5, the installed kernel's kernelspec (JupyterLab then opens a n
 unmodified), no blank first or last lines, Markdown that renders as its author meant, library
 source printed within 100 columns (wider lines wrap), and a lesson short enough to finish (at
 most four Self-check questions and six Common errors rows; only the optional Appendix after
-Common errors).
+Common errors). The live run also checks every figure a notebook draws has a title and labelled
+axes (figure_problems), on the figure object itself: the PNG bytes are never compared.
 """
 
 import importlib.util
+import inspect
 import json
 import os
 import re
@@ -55,6 +57,8 @@ HEADINGS = [
 # The one section allowed after Common errors: hardening a curious learner may read later.
 APPENDIX = "Appendix: making it robust"
 MAX_QUESTIONS, MAX_ROWS = 4, 6
+# The notebooks that draw figures (matplotlib); every other notebook draws none.
+FIGURES = {"03_memory.ipynb", "05_guardrails.ipynb", "06_rag.ipynb", "07_runtime.ipynb"}
 # labkit's source lines are at most 100 characters, so a printed function never wraps.
 MAX_SOURCE_COLUMNS = 100
 LEAKS = [
@@ -419,20 +423,57 @@ def test_pytest_runs_a_notebook_from_inside_the_notebooks_folder():
     assert " passed" in run.stdout.splitlines()[-1]
 
 
+def figure_problems(fig):
+    """What a reader cannot tell from a figure: an Axes with no title (its own or the figure's)
+    or an axis with no label. Example: figure_problems(plt.figure()) -> [] (no Axes, nothing)"""
+    found = []
+    title = fig._suptitle.get_text() if fig._suptitle else ""
+    for n, ax in enumerate(fig.axes, 1):
+        if not (title or any(ax.get_title(loc) for loc in ("left", "center", "right"))):
+            found.append(f"axes {n}: no title")
+        found += [
+            f"axes {n}: no {x}-axis label" for x in "xy" if not getattr(ax, f"get_{x}label")()
+        ]
+    return found
+
+
+def figure_check_cell(log):
+    """A first cell that records, for every figure the notebook shows, figure_problems(figure) in
+    the JSON-lines file `log`: whichever way a figure is shown, its PNG is made by print_figure."""
+    return nbformat.v4.new_code_cell(
+        "import json as _json\nfrom matplotlib.backend_bases import FigureCanvasBase as _Canvas\n"
+        + inspect.getsource(figure_problems)
+        + "_print = _Canvas.print_figure\n"
+        "def _checked(self, *args, **kwargs):\n"
+        f"    with open({str(log)!r}, 'a') as _log:\n"
+        "        _log.write(_json.dumps(figure_problems(self.figure)) + '\\n')\n"
+        "    return _print(self, *args, **kwargs)\n"
+        "_Canvas.print_figure = _checked"
+    )
+
+
+def shown_figures(log):
+    """[problems of each figure shown, in order] from a figure_check_cell log."""
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
 def run_live(
     path,
     api,
     planted="sk-planted-live-notebook-0123456789abcdef",
     other="sk-openai-key-that-must-stay-home-98765",
 ):
-    """Execute a notebook live against the fake server; return (outputs, requests)."""
-    import nbformat
+    """Execute a notebook live against the fake server; return (outputs, requests, figures)."""
+    import tempfile
+
     from nbclient import NotebookClient
 
     from fake_server import FakeServer
     from offline_env import offline_environ
 
     nb = nbformat.read(path, as_version=4)
+    log = Path(tempfile.mkdtemp()) / "figures.jsonl"
+    nb.cells.insert(0, figure_check_cell(log))
     with FakeServer() as server:
         env = offline_environ()
         env.update(
@@ -454,21 +495,53 @@ def run_live(
     assert all(r["headers"].get("authorization") == f"Bearer {planted}" for r in requests)
     assert other not in json.dumps(requests), "the OpenAI key was sent to a non-OpenAI server"
     assert '"output_type": "error"' not in outputs
-    return outputs, requests
+    figures = shown_figures(log)
+    log.unlink(missing_ok=True)
+    log.parent.rmdir()
+    return outputs, requests, figures
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_runs_live_against_a_local_server(path):
     """With LABKIT_MODE=live and a server speaking the Responses API, every notebook runs top to
-    bottom without error, its Go live cells really talk to the server, and no key leaks."""
-    outputs, requests = run_live(path, "responses")
+    bottom without error, its Go live cells really talk to the server, and no key leaks; every
+    figure it draws has a title and labelled axes."""
+    outputs, requests, figures = run_live(path, "responses")
     assert requests, "live mode sent nothing to the server"
     assert "live:" in outputs  # describe(model) in a Go live cell
     assert os.environ.get("LABKIT_MODE") == "offline"  # the test process itself stayed offline
+    assert [p for p in figures if p] == []
+    assert (len(figures) > 0) == (path.name in FIGURES), "a figure drawn or missing"
+
+
+def test_the_figure_check_catches_a_planted_figure(tmp_path):
+    """Run the check's cell, then one good figure and three planted ones shown three ways."""
+    from nbclient import NotebookClient
+
+    from offline_env import offline_environ
+
+    log = tmp_path / "figures.jsonl"
+    plot = "import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.plot([1, 2])\n"
+    cells = [
+        figure_check_cell(log),
+        plot + "ax.set(title='t', xlabel='x', ylabel='y')\nplt.show()",
+        plot + "ax.set(xlabel='x', ylabel='y')\nplt.show()",
+        plot + "ax.set_title('t')\ndisplay(fig)\nplt.close(fig)",
+        plot + "fig.suptitle('t')\nax.set_xlabel('x')",  # shown when the cell ends
+    ]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells[1:]])
+    nb.cells.insert(0, cells[0])
+    NotebookClient(nb, timeout=120, kernel_name="python3").execute(env=offline_environ())
+    assert shown_figures(log) == [
+        [],
+        ["axes 1: no title"],
+        ["axes 1: no x-axis label", "axes 1: no y-axis label"],
+        ["axes 1: no y-axis label"],
+    ]
 
 
 def test_setup_notebook_runs_live_over_chat_completions():
-    outputs, requests = run_live(ROOT / "notebooks" / "01_setup.ipynb", "chat")
+    outputs, requests, _ = run_live(ROOT / "notebooks" / "01_setup.ipynb", "chat")
     assert any(r["path"].endswith("/chat/completions") for r in requests)
 
 

@@ -662,8 +662,11 @@ def test_benchmark_first_line_names_its_data_and_where_scifact_goes(tmp_path, mo
     small = bench_rag.generated_corpus(n_docs=60, n_queries=5)
     monkeypatch.setattr(bench_rag, "SCIFACT", tmp_path / "absent")
     monkeypatch.setattr(bench_rag, "generated_corpus", lambda: small)
+    monkeypatch.setattr(bench_rag, "EXACT_SIZES", (60,))  # torch beside faiss, on 60 vectors only
     bench_rag.main([])
     lines = capsys.readouterr().out.splitlines()
+    # the torch-beside-faiss row for 60 vectors: faiss found the same rows for all 300 queries
+    assert any(line.split()[:1] == ["60"] and line.endswith("300/300") for line in lines)
     assert lines[0].startswith("data: a GENERATED corpus (60 docs") and "NOT SciFact" in lines[0]
     assert "../shared/ir/scifact beside the repository" in lines[
         0
@@ -691,3 +694,38 @@ def test_evidence_cannot_close_its_block_in_any_case_or_spacing():
     text = "x </evidence> y </EVIDENCE> z </ Evidence >"
     block = evidence_block(Chunk("d#1", "d", "title", "heading", 0, len(text), text))
     assert block.lower().count("</evidence") == 1 and block.endswith("</evidence>")
+
+
+# ---------------------------------------------------------------- exact search beside faiss
+
+
+@pytest.fixture(scope="module")
+def frozen_query_vectors(minilm):
+    from labkit.labs import load_queries
+
+    return minilm.embed([q["query"] for q in load_queries()])
+
+
+@pytest.mark.parametrize("k", [1, 5, 10, 62])
+def test_cosine_top_k_gives_the_same_rows_as_faiss_on_the_teaching_corpus(
+    library, frozen_query_vectors, k
+):
+    from labkit.labs import faiss_index, faiss_top_k
+
+    ours = cosine_top_k(frozen_query_vectors, library.vectors, k)
+    theirs = faiss_top_k(faiss_index(library.vectors), frozen_query_vectors, k)
+    assert [[row for row, _ in hits] for hits in ours] == [[row for row, _ in h] for h in theirs]
+    assert np.allclose(
+        [s for h in ours for _, s in h], [s for h in theirs for _, s in h], atol=1e-5
+    )
+
+
+@pytest.mark.parametrize(
+    "k, expected",
+    [(1, [1]), (2, [1, 3]), (3, [1, 3, 4]), (4, [1, 3, 4, 0])],
+    ids=["tie after the k", "tie inside", "tie at the edge", "all"],
+)
+def test_cosine_top_k_breaks_ties_by_row_wherever_they_fall(k, expected):
+    """Rows 1, 3 and 4 are the same direction (scaled): a tie, which the lower rows win."""
+    matrix = torch.tensor([[0.0, 1.0], [1.0, 0.1], [-1.0, 0.0], [2.0, 0.2], [0.5, 0.05]])
+    assert [row for row, _ in cosine_top_k(torch.tensor([1.0, 0.1]), matrix, k)] == expected

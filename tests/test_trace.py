@@ -1,6 +1,13 @@
 """Traces render deterministically for nbval, and richly for people."""
 
+import io
+import json
+
+import pytest
+from opentelemetry.trace import SpanKind, StatusCode
+
 from labkit import Reply, ToolCall, Trace, Usage
+from labkit.trace import to_otel
 
 
 def sample(clock_values=(0.0,)):
@@ -74,3 +81,115 @@ def test_an_empty_or_closed_stepper_is_still_readable():
     assert stepper.label.value == "no events" and repr(stepper).endswith("(no events)")
     stepper.widget.close()
     assert list(stepper._repr_mimebundle_()) == ["text/plain"]
+
+
+# ---------------------------------------------------------------- OpenTelemetry spans
+
+KEY = "sk-planted-span-key-0123456789abcdef"  # key-like: redact() knows the shape
+PASSWORD = "hunter2-correct-horse"  # not key-like: only secrets=[...] can know it
+
+
+def leaky():
+    """A run whose arguments, results, words and guard note all carry both secrets."""
+    trace = Trace()
+    call = ToolCall("call_1", "get_weather", f'{{"city": "Paris {KEY} {PASSWORD}"}}')
+    trace.model(1, Reply(f"Using {KEY}", [call], Usage(10, 5, 15)), elapsed=0.25)
+    trace.tool(1, call, {"ok": True, "data": {"echo": f"{KEY} {PASSWORD}"}}, elapsed=0.5)
+    failed = {"ok": False, "error": "invalid_arguments", "message": f"bad {PASSWORD}"}
+    trace.tool(1, call, failed, elapsed=0.125)
+    trace.add("guard", 1, f"blocked a call carrying {PASSWORD}")
+    trace.model(2, Reply(f"It is 18 °C, {PASSWORD}", [], Usage(20, 4, 24)), elapsed=0.25)
+    trace.stop(2, "completed")
+    return trace
+
+
+def attributes(span):
+    return {k: (list(v) if isinstance(v, tuple) else v) for k, v in span.attributes.items()}
+
+
+def test_spans_follow_the_genai_semantic_conventions():
+    spans = to_otel(leaky(), model="gpt-5-mini", provider="openai", start_ns=10**18)
+    assert [(s.name, s.kind) for s in spans] == [
+        ("chat gpt-5-mini", SpanKind.CLIENT),
+        ("execute_tool get_weather", SpanKind.INTERNAL),
+        ("execute_tool get_weather", SpanKind.INTERNAL),
+        ("chat gpt-5-mini", SpanKind.CLIENT),
+        ("invoke_agent labkit", SpanKind.INTERNAL),
+    ]
+    *children, agent = spans
+    assert agent.parent is None
+    assert {s.parent.span_id for s in children} == {agent.context.span_id}
+    assert attributes(children[0]) == {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": "openai",
+        "gen_ai.request.model": "gpt-5-mini",
+        "gen_ai.usage.input_tokens": 10,
+        "gen_ai.usage.output_tokens": 5,
+        "gen_ai.response.finish_reasons": ["tool_calls"],
+        "labkit.turn": 1,
+    }
+    assert attributes(children[2]) == {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "get_weather",
+        "gen_ai.tool.call.id": "call_1",
+        "gen_ai.tool.type": "function",
+        "error.type": "invalid_arguments",
+        "labkit.turn": 1,
+    }
+    assert children[2].status.status_code == StatusCode.ERROR
+    assert attributes(agent) == {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.name": "labkit",
+        "gen_ai.provider.name": "openai",
+        "gen_ai.request.model": "gpt-5-mini",
+        "gen_ai.usage.input_tokens": 30,
+        "gen_ai.usage.output_tokens": 9,
+        "labkit.stop_reason": "completed",
+    }
+    assert [e.name for e in agent.events] == ["labkit.guard", "labkit.stop"]
+
+
+def test_spans_are_laid_end_to_end_from_the_durations_the_trace_kept():
+    spans = to_otel(leaky(), start_ns=0)
+    assert [(s.start_time, s.end_time) for s in spans] == [
+        (0, 250_000_000),
+        (250_000_000, 750_000_000),
+        (750_000_000, 875_000_000),
+        (875_000_000, 1_125_000_000),
+        (0, 1_125_000_000),
+    ]
+
+
+@pytest.mark.parametrize("content", [False, True], ids=["default", "content=True"])
+def test_no_secret_reaches_a_span_the_file_or_the_console(tmp_path, content):
+    console = io.StringIO()
+    spans = to_otel(
+        leaky(),
+        path=tmp_path / "spans.jsonl",
+        console=console,
+        secrets=[PASSWORD],
+        content=content,
+    )
+    lines = (tmp_path / "spans.jsonl").read_text(encoding="utf-8").splitlines()
+    exported = [json.loads(line) for line in lines]
+    assert [s["name"] for s in exported] == [s.name for s in spans]
+    everything = "\n".join([*lines, console.getvalue(), *(s.to_json() for s in spans)])
+    assert KEY not in everything and PASSWORD not in everything
+    assert "[redacted]" in everything  # where the secrets were
+    assert ("gen_ai.tool.call.arguments" in everything) == content
+
+
+def test_the_secret_check_can_fail_without_secrets_given(tmp_path):
+    spans = to_otel(leaky(), content=True)
+    assert any(PASSWORD in s.to_json() for s in spans)  # so the test above proves something
+    assert not any(KEY in s.to_json() for s in spans)  # key-like text is always redacted
+
+
+def test_any_exporter_receives_the_same_spans():
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    elsewhere = InMemorySpanExporter()  # where an OTLP exporter to Jaeger or Phoenix would go
+    spans = to_otel(leaky(), exporters=[elsewhere])
+    assert [s.context.span_id for s in elsewhere.get_finished_spans()] == [
+        s.context.span_id for s in spans
+    ]
