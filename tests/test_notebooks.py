@@ -58,7 +58,10 @@ HEADINGS = [
 APPENDIX = "Appendix: making it robust"
 MAX_QUESTIONS, MAX_ROWS = 4, 6
 # The notebooks that draw figures (matplotlib); every other notebook draws none.
-FIGURES = {"03_memory.ipynb", "05_guardrails.ipynb", "06_rag.ipynb", "07_runtime.ipynb"}
+FIGURES = {
+    "03_memory.ipynb", "05_guardrails.ipynb", "06_rag.ipynb", "07_runtime.ipynb",
+    "08_context.ipynb", "10_evals.ipynb",
+}  # fmt: skip
 # labkit's source lines are at most 100 characters, so a printed function never wraps.
 MAX_SOURCE_COLUMNS = 100
 LEAKS = [
