@@ -28,9 +28,13 @@ def test_the_make_targets_it_names_exist():
 
 def test_the_paths_in_the_file_map_exist():
     block = README.split("## Files", 1)[1].split("```")[1]
-    for name in re.findall(r"(?m)^\s*([\w./-]+/?)\s{2,}", block):
-        path = ROOT / ("labkit/" + name if name.endswith(".py") and "/" not in name else name)
+    folders = []  # (indent, folder): an entry indented under a folder/ line is inside it
+    for indent, name in re.findall(r"(?m)^( *)([\w./-]+/?)\s{2,}", block):
+        folders = [(i, f) for i, f in folders if i < len(indent)]
+        path = ROOT.joinpath(*(f for _, f in folders), name)
         assert path.exists(), name
+        if name.endswith("/"):
+            folders.append((len(indent), name))
 
 
 def test_the_python_it_asks_for_is_the_one_pyproject_accepts():
