@@ -245,11 +245,12 @@ def cosine_top_k(query, vectors, k: int) -> list:
     k = max(0, min(k, matrix.shape[0]))
     # topk finds the best k without sorting every row; a query with a tie among them or at the
     # edge (the k+1-th) is sorted in full, stably, so ties still go to the lower row
-    values, order = (part.tolist() for part in torch.topk(similarity, min(k + 1, len(matrix))))
-    for i, row in enumerate(values):
-        if any(a == b for a, b in zip(row, row[1:], strict=False)):
-            stable = torch.sort(similarity[i], descending=True, stable=True)
-            values[i], order[i] = (part[:k].tolist() for part in stable)
+    best, where = torch.topk(similarity, min(k + 1, len(matrix)))
+    tied = (best[:, 1:] == best[:, :-1]).any(dim=1).nonzero().flatten().tolist()  # one pass
+    values, order = best.tolist(), where.tolist()
+    for i in tied:
+        stable = torch.sort(similarity[i], descending=True, stable=True)
+        values[i], order[i] = (part[:k].tolist() for part in stable)
     results = [list(zip(r[:k], s[:k], strict=True)) for r, s in zip(order, values, strict=True)]
     return results[0] if single else results
 
