@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from .cite import evidence_block
 from .config import DEFAULT_MODEL
-from .errors import UserError
+from .errors import ModelBehaviorError, UserError
 from .memory import STOPWORDS
 from .models import Message, system, user
 from .rag import tokenize
@@ -306,11 +306,18 @@ def summarizer(model):
     """A summarise function for `compress` and `compact`: the model writes the summary.
 
     Offline the model is a ScriptedModel, so the summary is its script's words, nothing more.
+    A reply cut short (status "incomplete") is refused: half a summary drops facts silently.
     Example: compact(history, summarize=summarizer(connect(script=[say("Ana booked ...")])))
     """
 
     def summarize(messages) -> str:
         reply = model.respond([system(SUMMARY_PROMPT), user(transcript(messages))])
+        if reply.status != "completed":
+            raise ModelBehaviorError(
+                f"the summary was cut short ({reply.incomplete_reason or reply.status}): half a "
+                "summary drops facts without saying so — keep the history, raise the model's "
+                "max_output_tokens or compact fewer turns at a time"
+            )
         return reply.text
 
     return summarize

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from labkit import context, labs
-from labkit.errors import UserError
+from labkit.errors import ModelBehaviorError, UserError
 from labkit.memory import ManualClock, MemoryStore
 from labkit.models import Message, ScriptedModel, ToolCall, check_pairing, say, tool_message, user
 from labkit.notes import NoteBook
@@ -300,3 +300,11 @@ def test_truncate_keeps_the_last_turns_whole(keep_last, expected):
     check_pairing(kept)
     positions = [[history.index(m) + 1 for m in t] for t in context.split_turns(kept)]
     assert positions == expected
+
+
+def test_a_summary_cut_short_is_refused_and_the_history_is_left_alone(conversation):
+    model = ScriptedModel([say(conversation["summary"])])
+    model.max_output_tokens = 20  # the reply is cut as a server cuts it: status "incomplete"
+    summarize = context.summarizer(model)
+    with pytest.raises(ModelBehaviorError, match="cut short"):
+        context.compact(conversation["messages"], summarize, threshold=1_000, keep_last=8)
