@@ -9,7 +9,6 @@ import pytest
 from labkit import (
     ChatModel,
     ModelBehaviorError,
-    OutputSchema,
     ResponsesModel,
     ScriptedModel,
     UserError,
@@ -20,6 +19,7 @@ from labkit import (
     user,
 )
 from labkit.models import CUT, Completed, TextDelta, ToolCallDelta
+from labkit.probe import VERDICT  # a yes/no schema: the one the probe asks servers to honour
 from labkit.stream import shown
 from labkit.toolbox import get_weather
 
@@ -27,15 +27,6 @@ from fake_server import FakeServer
 
 APIS = [ResponsesModel, ChatModel]
 KEY = "sk-planted-stream-key-0123456789abcdef"
-VERDICT = OutputSchema(
-    "verdict",
-    {
-        "type": "object",
-        "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}},
-        "required": ["answer"],
-        "additionalProperties": False,
-    },
-)
 
 
 @pytest.fixture
