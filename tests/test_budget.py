@@ -10,7 +10,6 @@ from labkit import guardrails as g
 from labkit import tokens
 from labkit.budget import PRICES_AS_OF, Budget, estimated_cost, schema_tokens
 from labkit.errors import UserError
-from labkit.labs import load_injections
 from labkit.models import (
     Reply,
     ScriptedModel,
@@ -25,9 +24,6 @@ from labkit.models import (
 from labkit.tokens import SOURCES
 from labkit.toolbox import calculate
 from labkit.tools import tool
-
-SETS = load_injections()
-ATTACKS, BENIGN = SETS["attacks"], SETS["benign"]
 
 
 def keep_going(messages, tools):

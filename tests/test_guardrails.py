@@ -9,6 +9,7 @@ from fractions import Fraction
 
 import pytest
 from markdown_it import MarkdownIt
+from test_budget import recorder
 
 from labkit import guardrails as g
 from labkit.budget import Budget
@@ -27,7 +28,6 @@ from labkit.loop import STOP_REASONS, Decision, Guard, run
 from labkit.memory import MemoryStore, memory_tools
 from labkit.models import (
     ScriptedModel,
-    Step,
     ToolCall,
     call,
     check_pairing,
@@ -41,27 +41,6 @@ from labkit.tools import tool
 
 SETS = load_injections()
 ATTACKS, BENIGN = SETS["attacks"], SETS["benign"]
-
-
-def keep_going(messages, tools):
-    """A model that never stops: every turn a new calculation (never a repeat)."""
-    return Step(calls=(("calculate", json.dumps({"expression": f"{len(messages)} * 2"})),))
-
-
-def forever(turns=5000):
-    return ScriptedModel([keep_going] * turns)
-
-
-def recorder():
-    ran = []
-
-    @tool
-    def echo(text: str) -> str:
-        """Repeat the text."""
-        ran.append(text)
-        return text
-
-    return echo, ran
 
 
 # ---------------------------------------------------------------- repeats

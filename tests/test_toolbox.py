@@ -1,36 +1,13 @@
 """labkit.toolbox: the calculator refuses every escape, teaching weather, the doc reader."""
 
 import json
-from pathlib import Path
 
-import jsonschema
 import pytest
 
 from labkit.errors import ToolError
 from labkit.models import ToolCall
-from labkit.schema import (
-    ArgumentError,
-    validate_arguments,
-)
 from labkit.toolbox import calculate, doc_tools, get_weather, list_docs, read_doc
 from labkit.tools import ToolRegistry, execute
-
-SUITE = json.loads((Path(__file__).parent / "data" / "json_schema_suite_subset.json").read_text())
-
-
-def ours(schema, instance):
-    """True/False from validate_arguments (UnsupportedSchema propagates: it must never happen
-    here)."""
-    try:
-        validate_arguments(instance, schema)
-        return True
-    except ArgumentError:
-        return False
-
-
-def theirs(schema, instance):
-    return jsonschema.Draft202012Validator(schema).is_valid(instance)
-
 
 # ---------------------------------------------------------------- calculate
 

@@ -3,7 +3,6 @@
 import json
 import random
 import typing
-from pathlib import Path
 from typing import Literal
 
 import jsonschema
@@ -12,10 +11,6 @@ import pytest
 from labkit.errors import ToolError, UserError
 from labkit.live import ChatModel, ResponsesModel
 from labkit.models import ToolCall, to_api, user
-from labkit.schema import (
-    ArgumentError,
-    validate_arguments,
-)
 from labkit.toolbox import calculate, get_weather
 from labkit.tools import (
     MAX_RESULT_CHARS,
@@ -29,23 +24,7 @@ from labkit.tools import (
     tool,
 )
 
-from test_schema import LONE_SURROGATES, random_value
-
-SUITE = json.loads((Path(__file__).parent / "data" / "json_schema_suite_subset.json").read_text())
-
-
-def ours(schema, instance):
-    """True/False from validate_arguments (UnsupportedSchema propagates: it must never happen
-    here)."""
-    try:
-        validate_arguments(instance, schema)
-        return True
-    except ArgumentError:
-        return False
-
-
-def theirs(schema, instance):
-    return jsonschema.Draft202012Validator(schema).is_valid(instance)
+from test_schema import LONE_SURROGATES, ours, random_value, theirs
 
 
 @pytest.mark.parametrize("text, where", LONE_SURROGATES)
