@@ -65,8 +65,11 @@ venv-not-ready:
 lab: $(STAMP)
 	$(BIN)/jupyter lab --notebook-dir=notebooks $(ROOT_ARG) $(LAB_ARGS)
 
+# One pytest worker per core; a notebook's cells all run on one worker (--dist loadfile).
+# JOBS=0 runs everything in this process, as bare `pytest` does.
+JOBS    ?= auto
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(if $(filter 0,$(JOBS)),,-n $(JOBS) --dist loadfile)
 
 LINTED := labkit tests benchmarks .ci
 lint: $(STAMP)

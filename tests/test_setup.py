@@ -52,6 +52,10 @@ def test_every_pin_installs_on_the_oldest_python_labkit_accepts(pin):
     assert FLOOR in needs, f"{pin} needs Python {needs}: hold it back in requirements.txt"
 
 
+# what `make test` runs once .venv is ready: pytest on every core, a notebook on one worker
+PYTEST = ".venv/bin/python -m pytest -n auto --dist loadfile"
+
+
 @pytest.fixture
 def repo(tmp_path):
     """A copy of what the Makefile reads, and a way to make stand-in Pythons."""
@@ -97,7 +101,7 @@ def test_make_accepts_exactly_the_pythons_pyproject_accepts(repo, version):
     code, out, ran = make(repo, python(repo, version))
     if version in REQUIRES_PYTHON:
         assert code == 0, out
-        assert ran[-1] == ".venv/bin/python -m pytest" and venv_version(repo) == f"Python {version}"
+        assert ran[-1] == PYTEST and venv_version(repo) == f"Python {version}"
     else:
         assert code != 0 and not (repo / ".venv").exists()
         assert f"is Python {version}." in out and "make test PY=python3.12" in out
@@ -122,14 +126,14 @@ def test_a_half_finished_install_is_finished_in_the_same_venv(repo):
     assert code == 0, out
     assert (repo / ".venv" / "kept").exists() and "rebuilding" not in out
     assert ".venv/bin/python -m pip install --quiet -r requirements-lock.txt" in ran
-    assert ran[-1] == ".venv/bin/python -m pytest"
+    assert ran[-1] == PYTEST
 
 
 def test_a_finished_venv_is_used_as_it_is(repo):
     py = python(repo, "3.12.1")
     assert make(repo, py)[0] == 0
     code, _, ran = make(repo, py)
-    assert code == 0 and ran == [".venv/bin/python -m pytest"]
+    assert code == 0 and ran == [PYTEST]
 
 
 def test_a_venv_whose_python_no_longer_runs_is_rebuilt(repo):
@@ -139,4 +143,4 @@ def test_a_venv_whose_python_no_longer_runs_is_rebuilt(repo):
     code, out, ran = make(repo, py)
     assert code == 0, out
     assert ".venv was made by Python that no longer runs: rebuilding it" in out
-    assert venv_version(repo) == "Python 3.12.1" and ran[-1] == ".venv/bin/python -m pytest"
+    assert venv_version(repo) == "Python 3.12.1" and ran[-1] == PYTEST
