@@ -175,7 +175,8 @@ def test_the_gate_fails_only_a_significant_drop(version, passed, regressed, tmp_
 
 def outcomes(successes):
     return Report(
-        "r", [Outcome(f"c{i}", ok, "done", 1, 0, 0, 0, None) for i, ok in enumerate(successes)]
+        "r",
+        [Outcome(f"c{i}", ok, "done", 1, 0, 0, 0, None, 0.0, "") for i, ok in enumerate(successes)],
     )
 
 
