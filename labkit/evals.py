@@ -9,6 +9,7 @@ Left out, and what production uses: BFCL's Java/JavaScript rules, executable and
 judge); stored run histories and dashboards (Inspect, promptfoo).
 """
 
+import math
 import re
 import string
 import sys
@@ -318,12 +319,13 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def _number(text: str) -> float | None:
-    """GAIA's number rule: drop $, % and thousands commas, then read a float; None if it is not."""
+def _number(text: str, gaia: bool = False) -> float | None:
+    """GAIA's number rule: drop $, % and thousands commas, then read a float. Not a number: None
+    (labkit), or infinity (GAIA's own code, so any such answer equals a truth of "inf")."""
     try:
         return float(re.sub(r"[$%,]", "", text))
     except ValueError:
-        return None
+        return math.inf if gaia else None
 
 
 def normalize_answer(text: str, punctuation: bool = True, articles: bool = True) -> str:
@@ -339,18 +341,37 @@ def normalize_answer(text: str, punctuation: bool = True, articles: bool = True)
     return text.translate(PUNCTUATION) if punctuation else text
 
 
-def quasi_exact_match(answer: str, truth: str, articles: bool = True) -> bool:
+def _text(value, name: str) -> str:
+    """An answer or truth as text: None is "None" (as GAIA reads it), a number its digits."""
+    if value is None:
+        return "None"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    if not isinstance(value, str):
+        raise UserError(f"{name} is {json_type(value)} — give the {name} as text, e.g. '57.2'")
+    return value
+
+
+def quasi_exact_match(answer, truth, articles: bool = True, mode: str = "labkit") -> bool:
     """GAIA's quasi-exact match: a number truth by value ($, %, thousands commas dropped), a
     comma or semicolon list element by element, anything else as a normalised string.
 
+    mode="gaia" is GAIA's question_scorer exactly. The default differs by choice in two places:
+    articles are dropped (articles=False keeps them), and an answer that is no number never
+    equals a number (GAIA's code reads it as infinity, so it equals a truth of "inf").
     Example: quasi_exact_match("$1,234.50", "1234.5")  ->  True
     """
+    if mode not in ("labkit", "gaia"):
+        raise UserError(f"mode={mode!r} — use mode='labkit' (the default) or mode='gaia'")
+    answer, truth = _text(answer, "answer"), _text(truth, "truth")
+    gaia = mode == "gaia"
+    articles = articles and not gaia
     if _is_number(truth):
-        return _number(answer) == float(truth)
+        return _number(answer, gaia) == float(truth)
     if "," in truth or ";" in truth:
         got, want = re.split(r"[,;]", answer), re.split(r"[,;]", truth)
         return len(got) == len(want) and all(
-            _number(g) == float(w)
+            _number(g, gaia) == float(w)
             if _is_number(w)
             else normalize_answer(g, False, articles) == normalize_answer(w, False, articles)
             for g, w in zip(got, want, strict=True)
@@ -391,21 +412,26 @@ class AnswerScore:
         return self.correct and not self.problems and not unsupported
 
 
-def score_answer(text: str, truth: str, sources=None, articles: bool = True) -> AnswerScore:
+def score_answer(
+    text, truth, sources=None, articles: bool = True, mode: str = "labkit"
+) -> AnswerScore:
     """Score an answer: GAIA's quasi-exact match on its final answer; with `sources` ({source_id:
     text}) it must also cite, and 06's checks apply: known ids, citations that support it.
+    mode="gaia" scores the whole text with GAIA's question_scorer, as GAIA's scorer does (labkit
+    first takes what follows "FINAL ANSWER:").
 
     Example: score_answer("FINAL ANSWER: a warm coat [handbook-travel.md]", "warm coat",
                           {"handbook-travel.md": TRAVEL}).passed  ->  True
     """
-    final = final_answer(text)
+    text = _text(text, "answer")
+    final = text if mode == "gaia" else final_answer(text)
     if sources is None:
-        return AnswerScore(final, quasi_exact_match(final, truth, articles))
+        return AnswerScore(final, quasi_exact_match(final, truth, articles, mode))
     answer = cited(final)
     claim = answer.claims[0].text
     return AnswerScore(
         claim,
-        quasi_exact_match(claim, truth, articles),
+        quasi_exact_match(claim, truth, articles, mode),
         validate_answer(answer, sources),
         citation_report(answer, sources),
     )
