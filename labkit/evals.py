@@ -9,6 +9,7 @@ Left out, and what production uses: BFCL's Java/JavaScript rules, executable and
 judge); stored run histories and dashboards (Inspect, promptfoo).
 """
 
+import math
 import re
 import string
 import sys
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from .cite import Answer, CitationReport, Claim, citation_report, validate_answer
 from .errors import ModelBehaviorError, UserError
 from .models import ToolCall, as_tool_spec
-from .schema import ArgumentError, json_equal, json_type, parse_arguments
+from .schema import ArgumentError, json_type, parse_arguments
 from .trace import clip
 
 # ---------------------------------------------------------------- tool calls: the AST match
@@ -47,6 +48,7 @@ TYPES = {
     "dict": dict,
     "object": dict,
 }
+BFCL_TYPES = {**TYPES, "any": str}  # BFCL's own table reads "any" as a string
 
 
 @dataclass(frozen=True)
@@ -118,45 +120,75 @@ def _truth(ground_truth):
     return found
 
 
-def _typed(path, value, schema):
-    """The value with ints accepted for floats, or type_error (checked inside lists and dicts)."""
-    kind = schema.get("type")
-    expected = TYPES.get(kind)  # "any" or no type: no type rule
-    if expected is float and type(value) is int:
-        value = float(value)  # int accepted for float, as in Python
-    if expected is not None and type(value) is not expected:  # subtle: True is no integer here
-        raise _Mismatch("type_error", f"{path} is {json_type(value)}, expected {kind}")
-    if expected is list:
-        return [_typed(f"{path}[{i}]", v, schema.get("items", {})) for i, v in enumerate(value)]
+def _written_type(options):
+    """BFCL: the type the ground truth writes this value in (its first allowed value but "")."""
+    return next((type(o) for o in options if o != ""), None)
+
+
+def _type_rule(where, value, options, schema, types) -> bool:
+    """BFCL's type rule: the value is of the doc's type (an array's items too), or of the type an
+    allowed value is written in ("dontcare" for an integer, null for a string): then it is a
+    "variable", compared as written. Returns whether it is one; raises type_error."""
+    kind, written = schema.get("type"), _written_type(options)
+    expected, bfcl = types.get(kind), types is BFCL_TYPES  # BFCL: "" skips the items' check
+    if expected is None:  # labkit: "any" or no type, no type rule
+        return False
+    if type(value) is expected:  # subtle: True is no integer here
+        item = (
+            types.get(schema.get("items", {}).get("type")) if kind in ("array", "tuple") else None
+        )
+        lists = options if bfcl else [o for o in options if isinstance(o, list)] or [None]
+        for option in lists if item is not None else [None]:
+            inner = _written_type(option) if isinstance(option, list) else None
+            if not isinstance(option, list) or all(type(v) in (item, inner) for v in value):
+                return written not in (None, expected)
+        raise _Mismatch("type_error", f"{where}: an item is not {schema['items']['type']}")
+    if written is not None and type(value) is written:
+        return True
+    raise _Mismatch("type_error", f"{where} is {json_type(value)}, expected {kind}")
+
+
+def _std(value):
+    return standardize(value) if type(value) is str else value
+
+
+def _dict_fits(value, options) -> bool:
+    """BFCL's dict rule: each key among an allowed dict's keys, its value (a string standardized)
+    == one of that key's allowed values; every key that may not be left out given."""
+    for option in options:
+        if not isinstance(option, dict) or not isinstance(value, dict):
+            continue
+        lists = {k: v if isinstance(v, list) else [v] for k, v in option.items()}  # no crash
+        if all(k in lists and _std(v) in map(_std, lists[k]) for k, v in value.items()) and all(
+            k in value or "" in allowed for k, allowed in lists.items()
+        ):
+            return True
+    return False
+
+
+def _fits(value, options, schema, types) -> bool:
+    """BFCL's value rules by type: strings standardized, lists element by element (a string
+    element standardized, "" allowing []), dicts and lists of dicts key by key, else ==."""
+    expected = types.get(schema.get("type")) or type(value)
+    item = types.get(schema.get("items", {}).get("type"))
     if expected is dict:
-        props = schema.get("properties", {})
-        return {k: _typed(f"{path}.{k}", v, props.get(k, {})) for k, v in value.items()}
-    return value
-
-
-def _same(value, option) -> bool:
-    """One value against one allowed value: strings standardized, lists element by element, a dict
-    key by key against {key: [allowed values]} (at any depth); numbers by value."""
-    if isinstance(option, str):
-        return isinstance(value, str) and standardize(value) == standardize(option)
-    if isinstance(option, list):
-        return (
-            isinstance(value, list) and len(value) == len(option) and all(map(_same, value, option))
+        return _dict_fits(value, options)
+    if expected is list and item is dict:
+        return any(
+            isinstance(o, list | str)
+            and len(value) == len(o)
+            and all(_dict_fits(v, [d]) for v, d in zip(value, o, strict=True))
+            for o in options
         )
-    if isinstance(option, dict):
-        return (
-            isinstance(value, dict)
-            and all(k in option and _allowed(v, option[k]) for k, v in value.items())
-            and all(k in value or "" in allowed for k, allowed in option.items())
-        )
-    return json_equal(value, option)  # 2 == 2.0, but True != 1
+    if expected is str:
+        return _std(value) in [_std(o) for o in options if type(o) is str]
+    if expected is list:
+        shown = [[_std(x) for x in o] if isinstance(o, list | str) else o for o in options]
+        return [_std(v) for v in value] in shown
+    return value in options
 
 
-def _allowed(value, options) -> bool:
-    return any(_same(value, o) for o in options if o != "")  # "": may be left out
-
-
-def _check_call(call, name, allowed, docs):
+def _check_call(call, name, allowed, docs, types=TYPES):
     """One call against one expected call: raise _Mismatch at the first rule it breaks."""
     (called, arguments), *_ = call.items()
     if called != name:
@@ -171,8 +203,12 @@ def _check_call(call, name, allowed, docs):
         if p not in properties or p not in allowed:
             where = "the function doc" if p not in properties else "the ground truth"
             raise _Mismatch("unexpected_param", f"{name}: parameter {p!r} is not in {where}")
-        value = _typed(f"{name}.{p}", value, properties[p])
-        if not _allowed(value, allowed[p]):
+        if types.get(properties[p].get("type")) is float and type(value) is int:
+            value = float(value)  # int accepted for float, as in Python (not inside a list)
+        variable = _type_rule(f"{name}.{p}", value, allowed[p], properties[p], types)
+        if not (
+            value in allowed[p] if variable else _fits(value, allowed[p], properties[p], types)
+        ):
             shown = [o for o in allowed[p] if o != ""]
             raise _Mismatch(
                 "value_error",
@@ -183,10 +219,10 @@ def _check_call(call, name, allowed, docs):
             raise _Mismatch("missing_optional", f"{name}: {p!r} may not be left out here")
 
 
-def _failure(call, name, allowed, docs):
+def _failure(call, name, allowed, docs, types=TYPES):
     """The _Mismatch for this pairing, or None when the call matches."""
     try:
-        _check_call(call, name, allowed, docs)
+        _check_call(call, name, allowed, docs, types)
     except _Mismatch as m:
         return m
     return None
@@ -212,7 +248,15 @@ def _pairing(fits) -> list:
     return [paired.get(i) for i in range(len(fits))]
 
 
-def _match(calls, truth, docs):
+def _greedy(fits) -> list:
+    """BFCL's pairing: each expected call in turn takes the first free call that fits it."""
+    taken = []
+    for row in fits:
+        taken.append(next((j for j, p in enumerate(row) if p is None and j not in taken), None))
+    return taken
+
+
+def _match(calls, truth, docs, mode):
     if not truth:  # irrelevance: no function fits, so any call is wrong
         if calls:
             names = ", ".join(next(iter(c)) for c in calls)
@@ -220,10 +264,11 @@ def _match(calls, truth, docs):
         return
     if len(calls) != len(truth):
         raise _Mismatch("wrong_count", f"{len(calls)} call(s), expected {len(truth)}")
+    types = BFCL_TYPES if mode == "bfcl" else TYPES
     if len(truth) == 1:  # simple, or multiple (one call among several functions)
-        return _check_call(calls[0], *truth[0], docs)
-    fits = [[_failure(call, name, allowed, docs) for call in calls] for name, allowed in truth]
-    pairing = _pairing(fits)
+        return _check_call(calls[0], *truth[0], docs, types)
+    fits = [[_failure(c, name, allowed, docs, types) for c in calls] for name, allowed in truth]
+    pairing = _greedy(fits) if mode == "bfcl" else _pairing(fits)
     for i, j in enumerate(pairing):  # parallel: in any order
         if j is None:
             left = next(k for k in range(len(calls)) if k not in pairing)  # a call left unpaired
@@ -233,18 +278,24 @@ def _match(calls, truth, docs):
             )
 
 
-def ast_match(calls, ground_truth, functions) -> Match:
+def ast_match(calls, ground_truth, functions, mode: str = "labkit") -> Match:
     """Whether a model's calls match BFCL ground truth: ok, or the first rule that failed.
 
     calls: labkit ToolCalls or BFCL's [{name: {argument: value}}]. ground_truth: BFCL's possible
     answers [{name: {parameter: [allowed values]}}], "" letting an optional parameter be left
     out, [] when no call is right. functions: BFCL function docs (or labkit Tools).
+    mode="bfcl" is BFCL's ast_checker (Python) exactly. The default differs by choice in three
+    places: parallel calls are paired by maximum matching (BFCL pairs greedily, so a call that
+    fits two expected calls can leave the second unmatched); "any" has no type rule (BFCL: a
+    string); a literal where a list of allowed values belongs is compared as written (BFCL crashes).
     Example: ast_match([{"f": {"x": 2}}], [{"f": {"x": [2, 3]}}], [F_DOC])  ->  Match(ok=True, ...)
     """
+    if mode not in ("labkit", "bfcl"):
+        raise UserError(f"mode={mode!r} — use mode='labkit' (the default) or mode='bfcl'")
     truth = _truth(ground_truth)
     docs = {spec.name: spec.parameters for spec in map(as_tool_spec, functions)}
     try:
-        _match(bfcl_calls(calls), truth, docs)
+        _match(bfcl_calls(calls), truth, docs, mode)
     except ModelBehaviorError as exc:
         return Match(False, "malformed", str(exc))
     except _Mismatch as m:
@@ -268,12 +319,13 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def _number(text: str) -> float | None:
-    """GAIA's number rule: drop $, % and thousands commas, then read a float; None if it is not."""
+def _number(text: str, gaia: bool = False) -> float | None:
+    """GAIA's number rule: drop $, % and thousands commas, then read a float. Not a number: None
+    (labkit), or infinity (GAIA's own code, so any such answer equals a truth of "inf")."""
     try:
         return float(re.sub(r"[$%,]", "", text))
     except ValueError:
-        return None
+        return math.inf if gaia else None
 
 
 def normalize_answer(text: str, punctuation: bool = True, articles: bool = True) -> str:
@@ -289,18 +341,37 @@ def normalize_answer(text: str, punctuation: bool = True, articles: bool = True)
     return text.translate(PUNCTUATION) if punctuation else text
 
 
-def quasi_exact_match(answer: str, truth: str, articles: bool = True) -> bool:
+def _text(value, name: str) -> str:
+    """An answer or truth as text: None is "None" (as GAIA reads it), a number its digits."""
+    if value is None:
+        return "None"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    if not isinstance(value, str):
+        raise UserError(f"{name} is {json_type(value)} — give the {name} as text, e.g. '57.2'")
+    return value
+
+
+def quasi_exact_match(answer, truth, articles: bool = True, mode: str = "labkit") -> bool:
     """GAIA's quasi-exact match: a number truth by value ($, %, thousands commas dropped), a
     comma or semicolon list element by element, anything else as a normalised string.
 
+    mode="gaia" is GAIA's question_scorer exactly. The default differs by choice in two places:
+    articles are dropped (articles=False keeps them), and an answer that is no number never
+    equals a number (GAIA's code reads it as infinity, so it equals a truth of "inf").
     Example: quasi_exact_match("$1,234.50", "1234.5")  ->  True
     """
+    if mode not in ("labkit", "gaia"):
+        raise UserError(f"mode={mode!r} — use mode='labkit' (the default) or mode='gaia'")
+    answer, truth = _text(answer, "answer"), _text(truth, "truth")
+    gaia = mode == "gaia"
+    articles = articles and not gaia
     if _is_number(truth):
-        return _number(answer) == float(truth)
+        return _number(answer, gaia) == float(truth)
     if "," in truth or ";" in truth:
         got, want = re.split(r"[,;]", answer), re.split(r"[,;]", truth)
         return len(got) == len(want) and all(
-            _number(g) == float(w)
+            _number(g, gaia) == float(w)
             if _is_number(w)
             else normalize_answer(g, False, articles) == normalize_answer(w, False, articles)
             for g, w in zip(got, want, strict=True)
@@ -341,21 +412,26 @@ class AnswerScore:
         return self.correct and not self.problems and not unsupported
 
 
-def score_answer(text: str, truth: str, sources=None, articles: bool = True) -> AnswerScore:
+def score_answer(
+    text, truth, sources=None, articles: bool = True, mode: str = "labkit"
+) -> AnswerScore:
     """Score an answer: GAIA's quasi-exact match on its final answer; with `sources` ({source_id:
     text}) it must also cite, and 06's checks apply: known ids, citations that support it.
+    mode="gaia" scores the whole text with GAIA's question_scorer, as GAIA's scorer does (labkit
+    first takes what follows "FINAL ANSWER:").
 
     Example: score_answer("FINAL ANSWER: a warm coat [handbook-travel.md]", "warm coat",
                           {"handbook-travel.md": TRAVEL}).passed  ->  True
     """
-    final = final_answer(text)
+    text = _text(text, "answer")
+    final = text if mode == "gaia" else final_answer(text)
     if sources is None:
-        return AnswerScore(final, quasi_exact_match(final, truth, articles))
+        return AnswerScore(final, quasi_exact_match(final, truth, articles, mode))
     answer = cited(final)
     claim = answer.claims[0].text
     return AnswerScore(
         claim,
-        quasi_exact_match(claim, truth, articles),
+        quasi_exact_match(claim, truth, articles, mode),
         validate_answer(answer, sources),
         citation_report(answer, sources),
     )

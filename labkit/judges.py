@@ -12,7 +12,7 @@ Left out, and what production uses: judge ensembles and calibration, fine-tuned 
 import re
 from dataclasses import dataclass
 
-from .errors import ServiceError, explain
+from .errors import ServiceError, UserError, explain
 from .models import user
 
 RUBRIC = """You grade an answer to a question against a reference answer.
@@ -128,6 +128,8 @@ def position_bias(preferences: list) -> dict:
     Example: position_bias(ask_both_orders(judge, pairs))["consistent"]  ->  0.8
     """
     n = len(preferences)
+    if n == 0:
+        raise UserError("position_bias needs at least one Preference — pass ask_both_orders(...)")
     positions = [p.position for p in preferences]
     return {
         "pairs": n,
@@ -139,12 +141,15 @@ def position_bias(preferences: list) -> dict:
 
 def verbosity_bias(preferences: list, pairs: list) -> float:
     """The share of pairs whose answers people judged equal where the judge preferred the longer
-    answer in both orders (0 for a judge without the bias).
+    answer in both orders (0 for a judge without the bias). A pair of equally long answers has no
+    longer one, so it is left out.
 
     Example: verbosity_bias(prefs, [p for p in pairs if p["kind"] == "verbosity"])  ->  0.75
     """
     ties = {
-        p["id"]: ("a" if len(p["a"]) > len(p["b"]) else "b") for p in pairs if p["human"] == "tie"
+        p["id"]: ("a" if len(p["a"]) > len(p["b"]) else "b")
+        for p in pairs
+        if p["human"] == "tie" and len(p["a"]) != len(p["b"])
     }
     chosen = [p for p in preferences if p.pair in ties]
     if not chosen:

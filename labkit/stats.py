@@ -88,7 +88,7 @@ class Comparison:
         return (
             f"{self.cases} cases: {self.old:.0%} -> {self.new:.0%}, difference {d.estimate:+.0%} "
             f"(95% CI {d.low:+.0%} to {d.high:+.0%}); {self.worse} worse, {self.better} better, "
-            f"McNemar p = {self.p_value:.3f}: {self.verdict}"
+            f"McNemar p = {format_p(self.p_value, self.alpha)}: {self.verdict}"
         )
 
 
@@ -122,6 +122,66 @@ def _z(p: float) -> float:
     return NormalDist().inv_cdf(p)
 
 
+def format_p(p: float, alpha: float) -> str:
+    """p with three decimals, or as many more as it takes for the shown p to compare with alpha
+    the way the p itself does (a p just under alpha never reads as alpha or above).
+
+    Example: format_p(0.375, 0.05)  ->  "0.375";  format_p(0.03125, 0.031)  ->  "0.03125"
+    """
+    for digits in range(3, 18):
+        shown = f"{p:.{digits}f}"
+        if (float(shown) < alpha) == (p < alpha) and (float(shown) == alpha) == (p == alpha):
+            return shown
+    return repr(p)
+
+
+def _rejections(most: int, share: float, alpha: float) -> np.ndarray:
+    """For k = 0..most discordant cases, the chance McNemar's exact p < alpha when each one is
+    on the better side with chance `share`: 1 - the chance of a split inside the accept region.
+
+    subtle: a split more than 12 standard deviations from k/2 has probability below 1e-30, so
+    each k sums only the terms within that window (exact to floating point, and fast at large k).
+    """
+    logfact = np.concatenate([[0.0], np.cumsum(np.log(np.arange(1, most + 1)))])
+    with np.errstate(divide="ignore"):
+        log_p, log_q = np.log(share), np.log1p(-share)
+    reject = np.zeros(most + 1)
+    for k in range(1, most + 1):
+        j = np.arange(max(0, int(k / 2 - 6 * math.sqrt(k)) - 1), k // 2 + 1)
+        log_comb = logfact[k] - logfact[j] - logfact[k - j]
+        tail = 2 * np.cumsum(np.exp(log_comb - k * math.log(2)))  # p-value of split j
+        low = j[0] + int(np.searchsorted(tail >= alpha, True))  # splits below low reject
+        if low == 0:
+            continue
+        j = np.arange(low, k - low + 1)
+        log_comb = logfact[k] - logfact[j] - logfact[k - j]
+        with np.errstate(invalid="ignore"):  # share 1: 0 * -inf
+            accept = np.exp(log_comb + np.nan_to_num(j * log_p) + np.nan_to_num((k - j) * log_q))
+        reject[k] = max(0.0, 1 - accept.sum())
+    return reject
+
+
+def _discordant_counts(n: int, discordant: float) -> np.ndarray:
+    """Binomial(n, discordant) probabilities of 0..n discordant cases."""
+    j = np.arange(n + 1)
+    logfact = np.concatenate([[0.0], np.cumsum(np.log(np.arange(1, n + 1)))])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.nan_to_num(j * np.log(discordant)) + np.nan_to_num(
+            (n - j) * np.log1p(-discordant)
+        )
+    return np.exp(logfact[n] - logfact[j] - logfact[n - j] + terms)
+
+
+def mcnemar_power(n: int, old: float, new: float, discordant: float, alpha: float = 0.05):
+    """Exact power of compare's test on n paired cases: the chance McNemar's p < alpha, summed
+    over every count of discordant cases and every split of them (enumeration, no approximation).
+
+    Example: round(mcnemar_power(155, 0.5, 0.6, discordant=0.2), 3)  ->  0.762
+    """
+    share = (discordant + abs(new - old)) / 2 / discordant
+    return float(_discordant_counts(n, discordant) @ _rejections(n, share, alpha))
+
+
 def cases_needed(
     old: float, new: float, alpha: float = 0.05, power: float = 0.8, discordant=None
 ) -> int:
@@ -129,8 +189,11 @@ def cases_needed(
 
     Without `discordant`: two independent sets of cases, the normal approximation for two
     proportions (the number per version). With `discordant`, the expected share of cases the two
-    versions disagree on: the same cases run by both (paired; Connor's formula for McNemar).
-    Example: cases_needed(0.5, 0.6)  ->  388      cases_needed(0.5, 0.6, discordant=0.2)  ->  155
+    versions disagree on: the same cases run by both (paired), and the count is exact for the
+    test compare runs: from Connor's normal approximation up to the first n whose McNemar exact
+    test has at least `power` (enumerated; Connor's n alone falls short, the exact test is
+    conservative).
+    Example: cases_needed(0.5, 0.6)  ->  388      cases_needed(0.5, 0.6, discordant=0.2)  ->  168
     """
     delta = new - old
     if not (0 <= old <= 1 and 0 <= new <= 1) or delta == 0:
@@ -140,11 +203,17 @@ def cases_needed(
         mean = (old + new) / 2
         spread = za * math.sqrt(2 * mean * (1 - mean))
         n = (spread + zb * math.sqrt(old * (1 - old) + new * (1 - new))) ** 2 / delta**2
-    else:
-        if not abs(delta) <= discordant <= 1:
-            raise UserError(f"discordant={discordant} must be between |new - old| and 1")
-        n = (za * math.sqrt(discordant) + zb * math.sqrt(discordant - delta**2)) ** 2 / delta**2
-    return math.ceil(n)
+        return math.ceil(n)
+    if not abs(delta) <= discordant <= 1:
+        raise UserError(f"discordant={discordant} must be between |new - old| and 1")
+    n = (za * math.sqrt(discordant) + zb * math.sqrt(discordant - delta**2)) ** 2 / delta**2
+    n, share = math.ceil(n), (discordant + abs(delta)) / 2 / discordant
+    reject = _rejections(2 * n, share, alpha)
+    while float(_discordant_counts(n, discordant) @ reject[: n + 1]) < power:
+        n += 1
+        if n >= len(reject):
+            reject = _rejections(2 * n, share, alpha)
+    return n
 
 
 def cohen_kappa(first, second) -> float:

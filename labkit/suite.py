@@ -19,7 +19,7 @@ from .errors import UserError
 from .evals import score_answer
 from .guardrails import run_guarded
 from .models import ScriptedModel
-from .stats import Comparison, compare
+from .stats import Comparison, compare, format_p
 from .trace import clip
 
 
@@ -242,14 +242,13 @@ def gate(report: Report, baseline: dict, alpha: float = 0.05) -> GateResult:
     ids = sorted(old)
     c = compare([old[i] for i in ids], [new[i] for i in ids], alpha)
     regressed = [i for i in ids if old[i] and not new[i]]
-    passed = c.verdict != "worse"
+    passed, p = c.verdict != "worse", format_p(c.p_value, alpha)  # p never misreads at alpha
     verdict = (
-        f"PASS: no significant drop below the baseline (p = {c.p_value:.3f} >= {alpha})"
+        f"PASS: no significant drop below the baseline (p = {p} >= {alpha})"
         if passed and c.verdict != "better"
-        else f"PASS: success rose significantly (p = {c.p_value:.3f})"
+        else f"PASS: success rose significantly (p = {p} < {alpha})"
         if passed
-        else f"FAIL: success dropped significantly below the baseline (p = {c.p_value:.3f} < "
-        f"{alpha})"
+        else f"FAIL: success dropped significantly below the baseline (p = {p} < {alpha})"
     )
     lines = [
         f"baseline {baseline.get('version', '?')}: {sum(old.values())}/{len(ids)} passed; this "

@@ -20,8 +20,9 @@ from .errors import UserError
 ENCODING = "o200k_base"
 # gpt-4o, gpt-4.1, gpt-4.5, gpt-5 and the o-series, dated or sized ("gpt-4o-mini-2024-07-18")
 EXACT = re.compile(r"(chatgpt-4o|gpt-4o|gpt-4\.1|gpt-4\.5|gpt-5|o[1-9])([.-][\w.-]*)?")
-# A chat message costs its text plus <|start|>{role}<|message|> ... <|end|>: 3 tokens, and every
-# reply is primed with <|start|>assistant<|message|>: 3 more (OpenAI's cookbook, chat models)
+# A chat message costs <|start|>{role}<|message|>{text}<|end|>: 3 tokens plus its role and its
+# text, and every reply is primed with <|start|>assistant<|message|>: 3 more (OpenAI's cookbook,
+# "How to count tokens with tiktoken", chat models: tokens_per_message = 3 + every value encoded)
 PER_MESSAGE = 3
 PER_REPLY = 3
 SOURCES = {  # who counted a Usage, most trusted first
@@ -86,8 +87,9 @@ def count(text_or_messages, model: str | None = DEFAULT_MODEL) -> int:
     """Tokens in a text, or in a message list as a chat model reads it: exact for a model labkit
     has the tokenizer of (source(model) == "counted"), else the chars/4 estimate.
 
-    A message costs PER_MESSAGE plus its text and its tool calls' names and arguments; a list adds
-    PER_REPLY. Example: count("hello world", "gpt-4o")  ->  2;  count([user("hi")])  ->  7
+    A message costs PER_MESSAGE plus its role, its text and its tool calls' names and arguments
+    (labkit's addition: the cookbook's rule counts role and content); a list adds PER_REPLY.
+    Example: count("hello world", "gpt-4o")  ->  2;  count([user("hi")])  ->  8   (3 + 1 + 1 + 3)
     """
     measure = exact if tokenizer(model) else estimate
     if isinstance(text_or_messages, str):
@@ -99,6 +101,7 @@ def count(text_or_messages, model: str | None = DEFAULT_MODEL) -> int:
         )
     return PER_REPLY + sum(
         PER_MESSAGE
+        + measure(m.role)
         + measure(m.content or "")
         + sum(measure(c.name) + measure(c.arguments) for c in m.tool_calls)
         for m in text_or_messages

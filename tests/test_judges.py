@@ -5,6 +5,7 @@ are written down; the same functions take a live model."""
 import pytest
 
 from labkit import ScriptedModel, ServiceError, say
+from labkit.errors import UserError
 from labkit.judges import (
     RUBRIC,
     Preference,
@@ -115,6 +116,20 @@ def test_verbosity_bias_is_preferring_the_longer_of_two_equal_answers_in_both_or
     prefs = [Preference(p["id"], *choice) for p, choice in zip(pairs, longer, strict=True)]
     assert verbosity_bias(prefs, pairs) == 0.5
     assert verbosity_bias([Preference(p["id"], "tie", "tie") for p in pairs], pairs) == 0.0
+
+
+def test_position_bias_of_no_preferences_says_what_to_pass():
+    with pytest.raises(UserError, match="at least one Preference"):
+        position_bias([])
+
+
+def test_an_equally_long_pair_has_no_longer_answer_to_prefer():
+    """A judge that always picks b is no verbose judge when a and b are equally long."""
+    pairs = [{"id": f"e{i}", "a": "yes.", "b": "no..", "human": "tie"} for i in range(3)]
+    pairs.append({"id": "long", "a": "4", "b": "4, which is the sum", "human": "tie"})
+    always_b = [Preference(p["id"], "b", "b") for p in pairs]
+    assert verbosity_bias(always_b, pairs) == 1.0  # only the one pair with a longer answer counts
+    assert verbosity_bias(always_b[:3], pairs[:3]) == 0.0
 
 
 def test_a_judge_that_gives_no_verdict_disagrees_with_people():

