@@ -9,6 +9,7 @@ request that differs from the recording. Deliberately left out: loose matching (
 is an error: re-record), reasoning items, stream timing (a replayed stream is split into words).
 """
 
+import copy
 import datetime
 import hashlib
 import json
@@ -17,7 +18,7 @@ from importlib import metadata
 from pathlib import Path
 
 from . import errors
-from .config import load_settings, redact
+from .config import load_settings, redact, secrets_from_env
 from .errors import LabkitError, UserError
 from .models import (
     Completed,
@@ -33,14 +34,16 @@ _started = set()  # cassettes this process began recording (later connects appen
 _cursor = {}  # cassette path -> where the last replaying model left off
 
 
-def scrubbed(value):
-    """Every string in a JSON value with keys, key-like text and URL credentials redacted."""
+def scrubbed(value, secrets=None):
+    """Every string in a JSON value with keys, key-like text, URL credentials and the values of
+    secret-named environment variables (…_TOKEN, …_KEY) redacted. Keys of objects too."""
+    secrets = secrets_from_env() if secrets is None else secrets
     if isinstance(value, str):
-        return redact(value)
+        return redact(value, secrets)
     if isinstance(value, dict):
-        return {k: scrubbed(v) for k, v in value.items()}
+        return {scrubbed(k, secrets): scrubbed(v, secrets) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [scrubbed(v) for v in value]
+        return [scrubbed(v, secrets) for v in value]
     return value
 
 
@@ -149,11 +152,21 @@ class Recorder:
 
     def __init__(self, model, path, header: dict):
         self.live, self.path, self.header = model, Path(path), header
+        self.scrub = None  # the run's own scrubber, when run_guarded is recording (scrubbing)
         self.model = getattr(model, "model", "")
         if self.path not in _started:
             _started.add(self.path)
             self.path.write_text(json.dumps(scrubbed(header)) + "\n", encoding="utf-8")
         self.replies = 0
+
+    def scrubbing(self, scrub) -> "Recorder":
+        """This recorder, writing each entry through `scrub` too (run_guarded's secrets): a copy.
+
+        Example: Recorder(live, path, header).scrubbing(Secrets(["hunter22"]).scrub)
+        """
+        other = copy.copy(self)
+        other.scrub = scrub
+        return other
 
     @property
     def max_output_tokens(self):
@@ -203,7 +216,8 @@ class Recorder:
         if error is not None:
             entry["error"] = [type(error).__name__, str(error)]
         with self.path.open("a", encoding="utf-8") as out:
-            out.write(json.dumps(scrubbed(entry), ensure_ascii=False) + "\n")
+            entry = scrubbed(entry) if self.scrub is None else self.scrub(scrubbed(entry))
+            out.write(json.dumps(entry, ensure_ascii=False) + "\n")
 
     def __repr__(self):
         return f"Recorder({self.live!r} -> cassette {self.path.stem})"
