@@ -184,7 +184,7 @@ def fuzz_mcp(tally, rng, n_schema, n_hidden, n_rug, n_alike):
                 tally.leak("look_alike_names_offered_side_by_side", f"{name} / {twin}")
     for i in range(n_rug):
         fuzz_rug_pull(tally, rng, i, plain)
-    for i in range(n_alike // 4):  # two servers, one name each way: the registry sees both
+    for _ in range(n_alike // 4):  # two servers, one name each way: the registry sees both
         fuzz_registry(tally, rng, plain)
 
 
@@ -235,15 +235,13 @@ def fuzz_long_text(tally, rng, n):
         text = text[:size]
         tally.run("tokens.count", tokens.count, text, "gpt-4o")
         tally.run("tokens.count", tokens.count, [user(text)], "gpt-4o")
-        tally.run("context.build", lambda: context.build(text, budget=2_000))
-        tally.run(
-            "context.build", lambda: context.build("Draft it.", history=[user(text)], budget=2_000)
-        )
-        tally.run("context.compact", lambda: context.compact([user(text), user("b")], keep_last=1))
+        tally.run("context.build", context.build, text, budget=2_000)
+        tally.run("context.build", context.build, "Draft it.", history=[user(text)], budget=2_000)
+        tally.run("context.compact", context.compact, [user(text), user("b")], keep_last=1)
         schema = {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
         big = Tool("big", text[:1_100_000], schema, lambda: "ok")
         model = ScriptedModel([say("Done.")])
-        tally.run("run_guarded", lambda: run_guarded("Go.", model, [big]))
+        tally.run("run_guarded", run_guarded, "Go.", model, [big])
 
 
 # ---------------------------------------------------------------- cassettes
@@ -321,6 +319,14 @@ def fuzz_cassettes(tally, rng, n, folder):
             tally.run("cassette.replay", replayer.respond, [user("ping")])
 
 
+def _answers(text):
+    def lookup(query: str) -> str:
+        """Look something up."""
+        return text
+
+    return lookup
+
+
 def fuzz_cassette_secrets(tally, rng, n, folder):
     """Record a guarded run whose text holds an environment token, a run secret and a URL key;
     none of them may reach the cassette file."""
@@ -335,11 +341,7 @@ def fuzz_cassette_secrets(tally, rng, n, folder):
         url_key = "".join(rng.choices(string.ascii_lowercase + string.digits, k=24))
         url = f"https://api.example.com/v1/items?api_key={url_key}&q=1"
 
-        @tool
-        def lookup(query: str) -> str:
-            """Look something up."""
-            return f"found it with {secret} and {token}"
-
+        lookup = tool(name="lookup")(_answers(f"found it with {secret} and {token}"))
         said = rng.choice([f"Use {token} and {secret}.", f"See {url}.", f"{secret} {url} {token}"])
         model = ScriptedModel([labkit.call("lookup", query="x"), say(said)])
         path = folder / f"s{i}.jsonl"
@@ -421,7 +423,11 @@ def fuzz_evals(tally, rng, n, folder):
             argv = ["run", str(good), "--baseline", str(path)]
         argv = argv or ["run", str(path)]
         code, err = tally.run("evals", run_evals, argv) or (None, "")
-        if code is not None and code != 2 and not (kind in (0, 1, 2, 3, 4, 5, 9) and code in (0, 1)):
+        if (
+            code is not None
+            and code != 2
+            and not (kind in (0, 1, 2, 3, 4, 5, 9) and code in (0, 1))
+        ):
             tally.crash(f"evals:exit_{code}", argv[-1])
         if "Traceback" in err or len(err.strip().splitlines()) > 1:
             tally.crash("evals:not_one_line", err[-200:])
@@ -457,14 +463,14 @@ def fuzz_read_doc(tally, rng, n):
         for _ in range(n):
             name = rng.choice(["a", "é", "../", "x.", "%00"]) * rng.choice([100, 300, 5_000])
             name += rng.choice([".md", "", ".txt"])
-            for where, fn in (
-                ("read_doc", lambda: read_doc.fn(name)),
-                ("mcp.read_doc", lambda: server.call("read_doc", {"doc": name})),
-                ("mcp.resources/read", lambda: server.sdk(lambda c: c.read_resource(name))),
+            for where, fn, arg in (
+                ("read_doc", read_doc.fn, name),
+                ("mcp.read_doc", lambda n: server.call("read_doc", {"doc": n}), name),
+                ("mcp.resources/read", lambda n: server.sdk(lambda c: c.read_resource(n)), name),
             ):
                 try:
                     tally.inputs += 1
-                    fn()
+                    fn(arg)
                 except LabkitError as exc:
                     if str(ROOT) in str(exc) or "/work/" in str(exc):
                         tally.leak(f"{where}_error_shows_an_absolute_path", str(exc)[:80])
