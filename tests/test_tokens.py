@@ -153,3 +153,22 @@ def test_a_sum_of_usages_is_only_as_trusted_as_its_weakest_part(sources, expecte
 def test_the_vocabulary_never_calls_labkits_count_a_servers():
     assert list(tokens.SOURCES) == ["reported", "counted", "estimated"]
     assert all("not" in tokens.SOURCES[s] for s in ("counted", "estimated"))
+
+
+TEXTS = ["hello world, again and again. ", "中文 text  with\n\nbreaks ", "x", "1234 5678 ", " \t"]
+
+
+@pytest.mark.parametrize("piece", [50, 120, 333])
+def test_text_counted_in_pieces_counts_what_one_call_counts(piece, monkeypatch):
+    import random
+
+    rng = random.Random(piece)
+    text = "".join(rng.choice(TEXTS) for _ in range(400))
+    whole = tokens.exact(text)
+    monkeypatch.setattr(tokens, "PIECE", piece)
+    assert tokens.exact(text) == whole
+
+
+def test_a_million_characters_and_200_000_tokens_are_counted_not_refused():
+    assert tokens.count("a b " * 250_000, "gpt-4o") == 500_001
+    assert tokens.count("word " * 200_001, "gpt-4o") == 200_002  # and the last space
