@@ -3,11 +3,12 @@
 Built in 09_mcp. `stdio(command)`, `http(url)` and `memory(server)` open a Connection. The SDK is
 async, so each connection runs its client on an event loop in a thread of its own: every call here
 is synchronous and works inside Jupyter's running loop. `tools()` gives Tools named server__tool,
-schemas closed and checked strict (or refused, with why), risk and egress from your policy only
-(a tool it does not name is high risk and sends data out), pinned by hash when first listed (a
-changed tool is refused). A crash, garbage or a hang past `timeout` closes the connection with one
-clear error, its process reaped. Left out: sampling, elicitation, roots, OAuth, list-change
-notices; production also sandboxes each server and gives it its own narrow credentials.
+schemas closed and checked strict (or refused, with why; labkit.mcp_trust), risk and egress from
+your policy only (a tool it does not name is high risk and sends data out), pinned by hash when
+first listed (a changed tool is refused and cannot be called); hidden text is shown escaped. A
+crash, garbage or a hang past `timeout` closes the connection with one clear error, its process
+reaped. Left out: sampling, elicitation, roots, OAuth, list-change notices; production also
+sandboxes each server and gives it its own narrow credentials.
 """
 
 import asyncio
@@ -23,7 +24,7 @@ import weakref
 from .config import checked_timeout, redact
 from .errors import LabkitError, ServiceError, ToolError, UserError
 from .injection import detect_injection
-from .mcp_trust import MARKER, MAX_DESCRIPTION, Tail, kinds, listed_schema, reap, shown, strip
+from .mcp_trust import MARKER, Tail, kinds, offered_text, reap, shown, strip
 from .schema import canonical
 from .tools import NAME, RISKS, Tool, look_alike
 from .trace import clip
@@ -427,19 +428,10 @@ class Connection:
                 f"{name!r} is not a tool name the APIs accept (1-64 letters, digits, _ or -) — "
                 "give the server a shorter name: name=..."
             )
-        description, schema = listed.description or "", listed_schema(listed.input_schema)
-        if len(description) > MAX_DESCRIPTION:
-            raise UserError(
-                f"its description is {len(description):,} characters; the limit is "
-                f"{MAX_DESCRIPTION:,} — a description that long crowds out the conversation"
-            )
-        unseen = kinds(description + canonical_text(schema))
-        if unseen and self.hidden == "refuse":
-            raise UserError(
-                f"its description or schema holds hidden text ({', '.join(unseen)}) — read it "
-                "with print(server); to offer it without that text: hidden='strip'"
-            )
-        description, schema = strip(description), strip(schema)
+        # labkit.mcp_trust: the schema at every depth, the description's size and hidden text
+        description, schema = offered_text(
+            listed.description or "", listed.input_schema, self.hidden
+        )
         parameters, required = closed(schema), schema.get("required", [])
         optional[listed.name] = set(schema.get("properties", {})) - set(required)
         risk, egress = self.policy_for(listed.name)
@@ -480,7 +472,7 @@ class Connection:
         for name, listed in self.listing.items():
             description = listed.description or ""
             flags = detect_injection(strip(description)).rules
-            unseen = kinds(description + canonical_text(listed.input_schema))
+            unseen = kinds(description + repr(listed.input_schema))
             if name in self.refused:
                 state = f"refused: {clip(self.refused[name], 70)}"
             else:
@@ -494,11 +486,6 @@ class Connection:
             if flags:
                 lines.append(f"    detector (advice): {', '.join(flags)}")
         return "\n".join(lines)
-
-
-def canonical_text(value) -> str:
-    """Any listed value as text to search for hidden characters (never raises)."""
-    return value if isinstance(value, str) else repr(value)
 
 
 def _look_alikes(listing) -> dict:

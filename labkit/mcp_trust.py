@@ -113,6 +113,28 @@ def listed_schema(schema, path: str = "inputSchema") -> dict:
     return _ready(schema, path, 0, False)
 
 
+def offered_text(description: str, schema, policy: str = "refuse") -> tuple:
+    """(description, schema) as a tool may be offered, or UserError saying why it may not.
+
+    The schema is checked (listed_schema); a description over MAX_DESCRIPTION is refused; hidden
+    text is refused (policy "refuse") or removed ("strip").
+    Example: offered_text("Add.", {"type": "object"})  ->  ("Add.", {"type": "object"})
+    """
+    schema = listed_schema(schema)
+    if len(description) > MAX_DESCRIPTION:
+        raise UserError(
+            f"its description is {len(description):,} characters; the limit is "
+            f"{MAX_DESCRIPTION:,} — a description that long crowds out the conversation"
+        )
+    unseen = kinds(description + repr(schema))
+    if unseen and policy == "refuse":
+        raise UserError(
+            f"its description or schema holds hidden text ({', '.join(unseen)}) — read it with "
+            "print(server); to offer it without that text: hidden='strip'"
+        )
+    return strip(description), strip(schema)
+
+
 def _ready(schema, path, depth, optional):
     if depth > MAX_DEPTH:
         raise UserError(f"{path} is nested more than {MAX_DEPTH} levels deep")
