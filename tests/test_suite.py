@@ -126,8 +126,8 @@ def test_the_report_is_one_table_row_per_task_and_latency_last():
 @pytest.mark.parametrize(
     "path, problem",
     [
-        ("no-such-suite", "cannot read the suite 'no-such-suite'"),
-        ("agent_suite.baseline", "agent_suite.baseline.json is not a suite: it has no name"),
+        ("no-such-suite", "no suite file 'no-such-suite' — give a suite file"),
+        ("agent_suite.baseline", "agent_suite.baseline.json is not a suite: 'name' is missing"),
     ],
 )
 def test_load_suite_names_a_bad_file(path, problem):
@@ -174,7 +174,7 @@ def test_the_gate_fails_only_a_significant_drop(version, passed, regressed, tmp_
 @pytest.mark.parametrize(
     "text, problem",
     [
-        ("not json", "cannot be read"),
+        ("not json", "is not JSON"),
         ('{"cases": {"t01": "yes"}}', "is not a baseline"),
         ('{"version": "v1", "cases": {"t01": true}}', None),
     ],
