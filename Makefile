@@ -124,3 +124,9 @@ lock:
 
 clean-venv:
 	rm -rf $(VENV)
+
+# The official MCP reference servers that tests/test_mcp_servers.py attaches, pinned by
+# .ci/mcp-servers/package-lock.json (needs Node.js; without it that test is skipped and says so).
+.PHONY: mcp-servers
+mcp-servers:
+	cd .ci/mcp-servers && npm ci --ignore-scripts --no-audit --no-fund

@@ -9,6 +9,7 @@ request that differs from the recording. Deliberately left out: loose matching (
 is an error: re-record), reasoning items, stream timing (a replayed stream is split into words).
 """
 
+import copy
 import datetime
 import hashlib
 import json
@@ -17,7 +18,7 @@ from importlib import metadata
 from pathlib import Path
 
 from . import errors
-from .config import load_settings, redact
+from .config import load_settings, redact, secrets_from_env
 from .errors import LabkitError, UserError
 from .models import (
     Completed,
@@ -27,20 +28,24 @@ from .models import (
     as_tool_spec,
     stream_reply,
 )
+from .trace import clip
 
 FORMAT = 1  # the header's "cassette" field: which layout the lines follow
+MAX_BYTES = 50_000_000  # a cassette larger than this is refused, never read whole
 _started = set()  # cassettes this process began recording (later connects append to them)
 _cursor = {}  # cassette path -> where the last replaying model left off
 
 
-def scrubbed(value):
-    """Every string in a JSON value with keys, key-like text and URL credentials redacted."""
+def scrubbed(value, secrets=None):
+    """Every string in a JSON value with keys, key-like text, URL credentials and the values of
+    secret-named environment variables (…_TOKEN, …_KEY) redacted. Keys of objects too."""
+    secrets = secrets_from_env() if secrets is None else secrets
     if isinstance(value, str):
-        return redact(value)
+        return redact(value, secrets)
     if isinstance(value, dict):
-        return {k: scrubbed(v) for k, v in value.items()}
+        return {scrubbed(k, secrets): scrubbed(v, secrets) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [scrubbed(v) for v in value]
+        return [scrubbed(v, secrets) for v in value]
     return value
 
 
@@ -107,15 +112,61 @@ def load(path) -> Cassette:
     again = f"record it: make cassettes NB=notebooks/{path.stem}.ipynb"
     if not path.is_file():
         raise UserError(f"no cassette {path.stem} (looked for {path.name}) — {again}")
+    with path.open("rb") as raw:  # bounded: a device file or a runaway recording cannot fill memory
+        data = raw.read(MAX_BYTES + 1)
+    lines, problem = [], None
     try:
-        lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        lines = []
-    if not lines or lines[0].get("cassette") != FORMAT:
+        if len(data) > MAX_BYTES:
+            raise ValueError(f"it is over {MAX_BYTES:,} bytes")
+        lines = [json.loads(line) for line in data.decode("utf-8").splitlines()]
+    except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, nested too deep
+        problem = f"it cannot be read ({clip(exc, 60)})"
+    if problem is None and not (lines and isinstance(lines[0], dict)):
+        problem = "it has no header line"
+    if problem is None and lines[0].get("cassette") != FORMAT:
+        problem = f"its header is not format {FORMAT}"
+    for number, entry in enumerate(lines[1:] if problem is None else [], start=2):
+        problem = _entry_problem(entry)
+        if problem:
+            problem = f"line {number} {problem}"
+            break
+    if problem:
         raise UserError(
-            f"cassette {path.stem} is not a labkit cassette (format {FORMAT}) — {again}"
+            f"cassette {path.stem} is not a labkit cassette (format {FORMAT}): {problem} — {again}"
         )
     return Cassette(path.stem, lines[0], lines[1:])
+
+
+def _strings(value, n) -> bool:
+    return isinstance(value, list) and len(value) == n and all(isinstance(v, str) for v in value)
+
+
+def _entry_problem(entry) -> str | None:
+    """What is wrong with one recorded reply's line, or None: a damaged cassette stops at load."""
+    if not isinstance(entry, dict):
+        return "is not an object"
+    if not isinstance(entry.get("fingerprint"), str):
+        return "has no fingerprint"
+    request = entry.get("request")
+    if not isinstance(request, list) or not all(_strings(m, 2) for m in request):
+        return "has no request messages ([role, text] pairs)"
+    if "error" in entry and entry["error"] is not None:
+        return None if _strings(entry["error"], 2) else "has an error that is not [kind, message]"
+    said = entry.get("reply")
+    if not isinstance(said, dict):
+        return "has neither a reply nor an error"
+    usage = said.get("usage")
+    checks = [
+        ("text", isinstance(said.get("text", ""), str)),
+        ("tool_calls", isinstance(said.get("tool_calls", []), list)
+         and all(_strings(c, 3) for c in said.get("tool_calls", []))),
+        ("usage", usage is None or (isinstance(usage, list) and len(usage) == 3
+         and all(type(n) is int and n >= 0 for n in usage))),
+        ("status", isinstance(said.get("status", "completed"), str)),
+        ("incomplete_reason", isinstance(said.get("incomplete_reason"), str | None)),
+    ]  # fmt: skip
+    wrong = [name for name, ok in checks if not ok]
+    return f"has a reply whose {wrong[0]} has the wrong type" if wrong else None
 
 
 def recorded(name: str) -> Cassette:
@@ -149,11 +200,21 @@ class Recorder:
 
     def __init__(self, model, path, header: dict):
         self.live, self.path, self.header = model, Path(path), header
+        self.scrub = None  # the run's own scrubber, when run_guarded is recording (scrubbing)
         self.model = getattr(model, "model", "")
         if self.path not in _started:
             _started.add(self.path)
             self.path.write_text(json.dumps(scrubbed(header)) + "\n", encoding="utf-8")
         self.replies = 0
+
+    def scrubbing(self, scrub) -> "Recorder":
+        """This recorder, writing each entry through `scrub` too (run_guarded's secrets): a copy.
+
+        Example: Recorder(live, path, header).scrubbing(Secrets(["hunter22"]).scrub)
+        """
+        other = copy.copy(self)
+        other.scrub = scrub
+        return other
 
     @property
     def max_output_tokens(self):
@@ -203,7 +264,8 @@ class Recorder:
         if error is not None:
             entry["error"] = [type(error).__name__, str(error)]
         with self.path.open("a", encoding="utf-8") as out:
-            out.write(json.dumps(scrubbed(entry), ensure_ascii=False) + "\n")
+            entry = scrubbed(entry) if self.scrub is None else self.scrub(scrubbed(entry))
+            out.write(json.dumps(entry, ensure_ascii=False) + "\n")
 
     def __repr__(self):
         return f"Recorder({self.live!r} -> cassette {self.path.stem})"

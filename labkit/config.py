@@ -524,6 +524,23 @@ def key_problem(
     return None
 
 
+_SECRET_NAME = re.compile(
+    r"(^|_)(API_?KEY|KEY|SECRET|TOKEN|PASSWORD|PASSWD|CREDENTIALS?)(_|$)", re.IGNORECASE
+)
+
+
+def secrets_from_env(environ: dict | None = None) -> list[str]:
+    """The values of environment variables whose names say they are secret (…_KEY, …_TOKEN, …)."""
+    environ = os.environ if environ is None else environ
+    return [v for k, v in environ.items() if _SECRET_NAME.search(k) and len(v.strip()) >= 8]
+
+
+# A credential in a URL's query: ?api_key=..., &token=..., &access_token=..., &sig=...
+_QUERY_CREDENTIALS = re.compile(
+    r"([?&;](?:api[_-]?key|apikey|key|token|access[_-]?token|secret|password|sig|signature|auth)=)"
+    r"[^&#\s\"']+",
+    re.IGNORECASE,
+)
 _KEYLIKE = re.compile(r"\b(sk-[A-Za-z0-9_\-*]{6,})|(Bearer\s+)\S+", re.IGNORECASE)
 # A URL's credentials: user:password@, or a token as the user (https://ghp_...@host). A plain
 # user name (https://docs@host) is not a secret and stays, so data is not changed for nothing.
@@ -561,4 +578,5 @@ def redact(text, secrets=()) -> str:
     pattern = secret_pattern((*configured_keys(), *secrets))
     text = pattern.sub("[redacted]", text) if pattern else text
     text = _URL_CREDENTIALS.sub(r"\1***@", text)
+    text = _QUERY_CREDENTIALS.sub(r"\1[redacted]", text)
     return _KEYLIKE.sub(lambda m: "sk-***" if m.group(1) else m.group(2) + "[redacted]", text)

@@ -10,13 +10,13 @@ the context — here exact text is scrubbed, encoded or paraphrased secrets are 
 than one call (A, B, A, B), budgets across runs.
 """
 
-import os
 import re
 import time
 from dataclasses import fields, is_dataclass, replace
 
 from .budget import Budget, schema_tokens
-from .config import SHORT_KEY, configured_keys, redact, secret_pattern
+from .cassettes import Recorder
+from .config import SHORT_KEY, configured_keys, redact, secret_pattern, secrets_from_env
 from .errors import LabkitError, ServiceError, UserError
 from .injection import Untrusted, detect_injection, json_strings
 from .loop import DEFAULT_SYSTEM, Decision, Guard, RunResult, run
@@ -128,16 +128,6 @@ class Repeats(Guard):
 
 
 # ---------------------------------------------------------------- secrets
-
-_SECRET_NAME = re.compile(
-    r"(^|_)(API_?KEY|KEY|SECRET|TOKEN|PASSWORD|PASSWD|CREDENTIALS?)(_|$)", re.IGNORECASE
-)
-
-
-def secrets_from_env(environ: dict | None = None) -> list[str]:
-    """The values of environment variables whose names say they are secret (…_KEY, …_TOKEN, …)."""
-    environ = os.environ if environ is None else environ
-    return [v for k, v in environ.items() if _SECRET_NAME.search(k) and len(v.strip()) >= 8]
 
 
 class Secrets(Guard):
@@ -305,6 +295,8 @@ def run_guarded(
         budget.for_model(model.model)
     # the server enforces what the budget reserves, on models that can cap a reply
     cap = budget.max_output_tokens if hasattr(model, "max_output_tokens") else None
+    if isinstance(model, Recorder):  # the cassette keeps what the run shows: secrets taken out
+        model = model.scrubbing(hidden.scrub)
     failure = None
     try:
         result = run(

@@ -3,11 +3,12 @@
 Built in 09_mcp. `stdio(command)`, `http(url)` and `memory(server)` open a Connection. The SDK is
 async, so each connection runs its client on an event loop in a thread of its own: every call here
 is synchronous and works inside Jupyter's running loop. `tools()` gives Tools named server__tool,
-schemas closed and checked strict (or refused, with why), risk and egress from your policy only
-(a tool it does not name is high risk and sends data out), pinned by hash when first listed (a
-changed tool is refused). A crash, garbage or a hang past `timeout` closes the connection with one
-clear error, its process reaped. Left out: sampling, elicitation, roots, OAuth, list-change
-notices; production also sandboxes each server and gives it its own narrow credentials.
+schemas closed and checked strict (or refused, with why; labkit.mcp_trust), risk and egress from
+your policy only (a tool it does not name is high risk and sends data out), pinned by hash when
+first listed (a changed tool is refused and cannot be called); hidden text is shown escaped. A
+crash, garbage or a hang past `timeout` closes the connection with one clear error, its process
+reaped. Left out: sampling, elicitation, roots, OAuth, list-change notices; production also
+sandboxes each server and gives it its own narrow credentials.
 """
 
 import asyncio
@@ -17,21 +18,22 @@ import json
 import logging
 import os
 import re
-import tempfile
 import threading
 import weakref
 
 from .config import checked_timeout, redact
 from .errors import LabkitError, ServiceError, ToolError, UserError
 from .injection import detect_injection
+from .mcp_trust import MARKER, Tail, kinds, offered_text, reap, shown, strip
 from .schema import canonical
-from .tools import NAME, RISKS, Tool
+from .tools import NAME, RISKS, Tool, look_alike
 from .trace import clip
 
 SEPARATOR = "__"  # server__tool: allowed by the APIs' tool-name pattern, where "." and "/" are not
 DEFAULT_TIMEOUT = 30.0  # seconds for the handshake and for each request
 UNNAMED_RISK, UNNAMED_EGRESS = "high", True  # a tool your policy does not name: ask; assume out
 CLOSING = 15.0  # the SDK's own shutdown is bounded (stdin closed, 2 s, SIGTERM, 2 s, SIGKILL)
+HIDDEN_POLICIES = ("refuse", "strip")  # a description or schema with text a reader cannot see
 # The SDK logs every fault with a traceback; labkit reports it as one error instead. Your own
 # logging configuration still sees the SDK's lines.
 logging.getLogger("mcp").addHandler(logging.NullHandler())
@@ -188,7 +190,11 @@ def pin(listed) -> str:
     Example: pin(server.listing["get_current_time"])  ->  "3f2a…" (64 hex digits)
     """
     told = {"name": listed.name, "description": listed.description, "schema": listed.input_schema}
-    return hashlib.sha256(canonical(told).encode("utf-8")).hexdigest()
+    try:
+        text = canonical(told)
+    except (LabkitError, TypeError, ValueError, RecursionError):  # unencodable, NaN, too deep
+        text = repr(told)  # still one text per listing, so a change is still seen
+    return hashlib.sha256(text.encode("utf-8", "backslashreplace")).hexdigest()
 
 
 def changed_tools(pins: dict, listed: list) -> list[str]:
@@ -239,15 +245,27 @@ class Connection:
     """
 
     def __init__(
-        self, target, name=None, *, risk=None, egress=None, pins=None, timeout=None, what=""
+        self,
+        target,
+        name=None,
+        *,
+        risk=None,
+        egress=None,
+        pins=None,
+        timeout=None,
+        what="",
+        hidden="refuse",
     ):
+        if hidden not in HIDDEN_POLICIES:
+            raise UserError(f"hidden={hidden!r} — use one of {', '.join(HIDDEN_POLICIES)}")
+        self.hidden = hidden  # what to do with a tool whose text holds characters nobody sees
         self.name = None if name is None else server_name(name)
         self.what = what  # the command or URL, for messages until the server tells its name
         self.risk, self.egress = _policy(risk, egress)
         self.pins = dict(pins or {})
         self.timeout = checked_timeout(DEFAULT_TIMEOUT if timeout is None else timeout)
         self.refused, self.listing, self.closed = {}, {}, "not opened yet"
-        self._target, self._errlog, self._optional = target, None, {}
+        self._target, self._errlog, self._optional, self._marker = target, None, {}, None
         self._runner, self._lock = None, threading.Lock()
 
     def __enter__(self) -> "Connection":
@@ -275,6 +293,8 @@ class Connection:
         if self._runner is not None:
             self._runner.stop()
         self._runner, self.closed = None, self.closed or why
+        if self._marker is not None:  # what the server left running, detached or not
+            reap(self._marker)
         if self._errlog is not None:
             self._errlog.close()
 
@@ -357,10 +377,9 @@ class Connection:
 
     def _last_words(self) -> str:
         """The last line the server wrote on stderr (stdio only), clipped and redacted."""
-        if self._errlog is None or self._errlog.closed:
+        if self._errlog is None:
             return ""
-        self._errlog.seek(0)
-        lines = [line for line in self._errlog.read().splitlines() if line.strip()]
+        lines = [line for line in self._errlog.text().splitlines() if line.strip()]
         return clip(redact(lines[-1]), 160) if lines else ""
 
     # ------------------------------------------------------------ tools
@@ -383,7 +402,7 @@ class Connection:
                 f"your policy names {', '.join(unknown)}, which {self.name} does not list — its "
                 f"tools: {', '.join(listing) or 'none'}"
             )
-        tools, refused, optional = [], {}, {}
+        tools, refused, optional = [], _look_alikes(listing), {}
         changed = changed_tools(self.pins, listed)
         pins = {**{t.name: pin(t) for t in listed}, **self.pins}  # the approved pin stays
         for name, listed_tool in listing.items():
@@ -392,6 +411,7 @@ class Connection:
                     "changed since it was approved (its description or schema) — read it with "
                     f"print(server); to approve it again: server.pins.pop({name!r})"
                 )
+            if name in refused:
                 continue
             try:
                 tools.append(self._as_tool(listed_tool, optional))
@@ -408,14 +428,18 @@ class Connection:
                 f"{name!r} is not a tool name the APIs accept (1-64 letters, digits, _ or -) — "
                 "give the server a shorter name: name=..."
             )
-        parameters, required = closed(listed.input_schema), listed.input_schema.get("required", [])
-        optional[listed.name] = set(listed.input_schema.get("properties", {})) - set(required)
+        # labkit.mcp_trust: the schema at every depth, the description's size and hidden text
+        description, schema = offered_text(
+            listed.description or "", listed.input_schema, self.hidden
+        )
+        parameters, required = closed(schema), schema.get("required", [])
+        optional[listed.name] = set(schema.get("properties", {})) - set(required)
         risk, egress = self.policy_for(listed.name)
 
         def forward(**arguments):
             return self.call(listed.name, arguments)
 
-        return Tool(name, listed.description or "", parameters, forward, risk, egress=egress)
+        return Tool(name, description, parameters, forward, risk, egress=egress)
 
     def policy_for(self, tool: str) -> tuple:
         """(risk, egress) for one of the server's tools: your policy's, else high and True.
@@ -429,6 +453,10 @@ class Connection:
 
         Example: time.call("get_current_time", {"timezone": "Europe/Paris"})["timezone"]
         """
+        if tool in self.refused:  # a Tool object or a name from before the tool was refused
+            raise ToolError(
+                f"{self.name}__{tool} is refused: {clip(self.refused[tool], 200)}", "refused"
+            )
         dropped = self._optional.get(tool, set())
         arguments = {
             k: v for k, v in (arguments or {}).items() if v is not None or k not in dropped
@@ -442,17 +470,33 @@ class Connection:
     def __str__(self):
         lines = [f"MCP server {self.name}: {len(self.listing)} tools listed"]
         for name, listed in self.listing.items():
-            flags = detect_injection(listed.description or "").rules
+            description = listed.description or ""
+            flags = detect_injection(strip(description)).rules
+            unseen = kinds(description + repr(listed.input_schema))
             if name in self.refused:
                 state = f"refused: {clip(self.refused[name], 70)}"
             else:
                 risk, egress = self.policy_for(name)
                 state = f"risk {risk}, egress {egress}, pin {self.pins[name][:12]}"
             lines.append(f"  {self.name}{SEPARATOR}{name}: {state}")
-            lines.append(f"    {clip(listed.description or '(no description)', 90)}")
+            lines.append(f"    {clip(shown(description) or '(no description)', 90)}")
+            if unseen:
+                what = "stripped" if name not in self.refused else "refused"
+                lines.append(f"    HIDDEN TEXT ({', '.join(unseen)}), shown escaped above: {what}")
             if flags:
                 lines.append(f"    detector (advice): {', '.join(flags)}")
         return "\n".join(lines)
+
+
+def _look_alikes(listing) -> dict:
+    """Refusals for tools whose names differ only by case or look-alike characters: both go."""
+    seen, refused = {}, {}
+    for name in listing:
+        twin = seen.setdefault(look_alike(name), name)
+        if twin != name:
+            for a, b in ((name, twin), (twin, name)):
+                refused[a] = f"its name looks like {b!r} (case or look-alike characters)"
+    return refused
 
 
 def _policy(risk, egress):
@@ -467,7 +511,20 @@ def _policy(risk, egress):
 # ---------------------------------------------------------------- the three ways to attach
 
 
-def stdio(command: list, *, name=None, risk=None, egress=None, pins=None, timeout=None, env=None):
+_started = 0  # stdio servers started by this process: each one's marker
+
+
+def stdio(
+    command: list,
+    *,
+    name=None,
+    risk=None,
+    egress=None,
+    pins=None,
+    timeout=None,
+    env=None,
+    hidden="refuse",
+):
     """Attach a server that runs as a subprocess and speaks MCP over its stdin and stdout.
 
     It gets a minimal environment (PATH, HOME, ...; no API keys) plus `env`. risk and egress map
@@ -484,18 +541,29 @@ def stdio(command: list, *, name=None, risk=None, egress=None, pins=None, timeou
             f"command must be a list of strings, got {clip(repr(command), 60)} — e.g. "
             "[sys.executable, '-m', 'mcp_server_time']"
         )
+    global _started
+    _started += 1
+    marker = f"{os.getpid()}-{_started}"
+    env = {**(env or {}), MARKER: marker}
     params = StdioServerParameters(command=command[0], args=list(command[1:]), env=env)
-    shown = clip(" ".join(os.path.basename(c) if os.sep in c else c for c in command), 50)
+    what = clip(" ".join(os.path.basename(c) if os.sep in c else c for c in command), 50)
     connection = Connection(
-        None, name, risk=risk, egress=egress, pins=pins, timeout=timeout, what=shown
+        None, name, risk=risk, egress=egress, pins=pins, timeout=timeout, what=what, hidden=hidden
     )
-    # the server's stderr goes to a file: shown in errors, never mixed into a notebook's output
-    connection._errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
-    connection._target = lambda: stdio_client(params, errlog=connection._errlog)
+    # the server's stderr goes to a bounded tail: shown in errors, never mixed into a notebook
+    connection._marker = marker
+
+    def target():
+        if connection._errlog is not None:
+            connection._errlog.close()
+        connection._errlog = Tail()
+        return stdio_client(params, errlog=connection._errlog)
+
+    connection._target = target
     return connection
 
 
-def http(url: str, *, name=None, risk=None, egress=None, pins=None, timeout=None):
+def http(url: str, *, name=None, risk=None, egress=None, pins=None, timeout=None, hidden="refuse"):
     """Attach a server over Streamable HTTP at `url` (its MCP endpoint, often ending in /mcp).
 
     Example: with http("http://127.0.0.1:8000/mcp", risk={"calculate": "low"}) as server: ...
@@ -504,13 +572,17 @@ def http(url: str, *, name=None, risk=None, egress=None, pins=None, timeout=None
         raise UserError(
             f"url {clip(repr(url), 60)} is not an http(s) URL — e.g. http://127.0.0.1:8000/mcp"
         )
-    return Connection(url, name, risk=risk, egress=egress, pins=pins, timeout=timeout, what=url)
+    return Connection(
+        url, name, risk=risk, egress=egress, pins=pins, timeout=timeout, what=url, hidden=hidden
+    )
 
 
-def memory(server, *, name=None, risk=None, egress=None, pins=None, timeout=None):
+def memory(server, *, name=None, risk=None, egress=None, pins=None, timeout=None, hidden="refuse"):
     """Attach a server object running in this process (mcp's Server or MCPServer): tests and labs.
 
     Example: with memory(build_server(), risk={"calculate": "low"}) as server: server.tools()
     """
     what = "in this process"
-    return Connection(server, name, risk=risk, egress=egress, pins=pins, timeout=timeout, what=what)
+    return Connection(
+        server, name, risk=risk, egress=egress, pins=pins, timeout=timeout, what=what, hidden=hidden
+    )

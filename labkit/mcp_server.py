@@ -16,10 +16,11 @@ import sys
 import tempfile
 import time
 
-from mcp import types
+from mcp import MCPError, types
 from mcp.server import Server
+from mcp.types import INVALID_PARAMS
 
-from .errors import ServiceError
+from .errors import ServiceError, ToolError
 from .models import ToolCall
 from .toolbox import calculate, get_weather, list_docs, read_doc
 from .tools import as_registry, execute
@@ -73,7 +74,10 @@ def build_server(tools=TEACHING_TOOLS, name: str = "labkit") -> Server:
 
     async def read_resource(ctx, params) -> types.ReadResourceResult:
         name = str(params.uri).removeprefix("docs://")
-        text = read_doc.fn(name)["text"]  # read_doc's confinement: bare names, no paths
+        try:
+            text = read_doc.fn(name)["text"]  # read_doc's confinement: bare names, no paths
+        except ToolError as exc:  # a refusal, not a crash: one JSON-RPC error, no traceback logged
+            raise MCPError(INVALID_PARAMS, str(exc)) from None
         contents = types.TextResourceContents(uri=params.uri, mime_type="text/markdown", text=text)
         return types.ReadResourceResult(contents=[contents])
 
@@ -178,6 +182,8 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m labkit.mcp_server", description=main.__doc__)
     parser.add_argument("--http", type=int, metavar="PORT", help="Streamable HTTP on 127.0.0.1")
     args = parser.parse_args(argv)
+    if args.http is not None and not 0 < args.http < 65_536:
+        parser.exit(2, f"error: --http {args.http} is not a TCP port — use 1 to 65535, e.g. 8000\n")
     server = build_server()
     if args.http is None:
         import anyio

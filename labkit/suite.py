@@ -22,6 +22,8 @@ from .models import ScriptedModel
 from .stats import Comparison, compare, format_p
 from .trace import clip
 
+MAX_FILE_BYTES = 20_000_000  # a suite or baseline larger than this is refused, never read whole
+
 
 @dataclass
 class EvalTask:
@@ -191,21 +193,42 @@ def save_baseline(report: Report, path) -> None:
     Path(path).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
 
 
+def read_json(path, what: str, fix: str, limit: int = MAX_FILE_BYTES):
+    """A JSON file's value, read at most `limit` bytes (a device file cannot fill memory); any
+    problem is one UserError naming `what` and how to `fix` it.
+
+    Example: read_json("data/evals/agent_suite.json", "the suite", "give a suite file")["name"]
+    """
+    try:
+        with open(path, "rb") as file:
+            data = file.read(limit + 1)
+    except FileNotFoundError:
+        raise UserError(f"no {what} file {str(path)!r} — {fix}") from None
+    except OSError as exc:
+        raise UserError(f"{what} {str(path)!r} cannot be read ({exc.strerror}) — {fix}") from None
+    if len(data) > limit:
+        raise UserError(f"{what} {str(path)!r} is over {limit:,} bytes — {fix}")
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, nested too deep
+        problem = clip(exc, 80) if isinstance(exc, ValueError) else "it is nested too deep"
+    raise UserError(f"{what} {str(path)!r} is not JSON ({problem}) — {fix}")
+
+
 def load_baseline(path) -> dict:
     """A stored baseline: {"version": name, "cases": {task id: success}}, checked.
 
     Example: load_baseline("data/evals/agent_suite.baseline.json")["version"]  ->  "v1"
     """
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"no baseline file {str(path)!r} — record one with --save FILE") from None
-    except (OSError, ValueError) as exc:
-        raise UserError(
-            f"baseline {str(path)!r} cannot be read ({exc}) — record it again"
-        ) from None
+    data = read_json(path, "baseline", "record one with --save FILE")
     cases = data.get("cases") if isinstance(data, dict) else None
-    if not isinstance(cases, dict) or not all(isinstance(v, bool) for v in cases.values()):
+    version = data.get("version", "?") if isinstance(data, dict) else None
+    if (
+        not isinstance(cases, dict)
+        or not cases
+        or not all(isinstance(v, bool) for v in cases.values())
+        or not isinstance(version, str)
+    ):
         raise UserError(
             f"baseline {str(path)!r} is not a baseline — it needs "
             '{"version": ..., "cases": {"t01": true, ...}}; record it again with --save'

@@ -30,6 +30,7 @@ SOURCES = {  # who counted a Usage, most trusted first
     "counted": f"counted by labkit with the model's tokenizer ({ENCODING}), not by a server",
     "estimated": "estimated by labkit (about 4 characters per token), not counted",
 }
+PIECE = 40_000  # characters per tokenizer call: at most 4 tokens each, well under its limits
 _CJK = re.compile(r"[\u3000-\u9fff\uac00-\ud7af\uff00-\uffef]")
 
 
@@ -78,9 +79,20 @@ def _encoding():
 def exact(text: str) -> int:
     """The o200k_base count of `text`, special-token text counted as plain text (as a server does).
 
+    Long text is counted in pieces (bpe-openai refuses 1,000,000 characters or 200,000 tokens in
+    one call), each cut just before a space that follows a non-space: no token spans that point,
+    so the sum is exact. A piece with no such space is cut where it must (within a token a cut).
     Example: exact("hello world")  ->  2
     """
-    return len(_encoding().encode_ordinary(text))
+    encoding, total, start = _encoding(), 0, 0
+    while len(text) - start > PIECE:
+        cut = text.rfind(" ", start + PIECE // 2, start + PIECE)
+        while cut > start and text[cut - 1].isspace():
+            cut = text.rfind(" ", start + PIECE // 2, cut)
+        cut = cut if cut > start else start + PIECE
+        total += len(encoding.encode_ordinary(text[start:cut]))
+        start = cut
+    return total + len(encoding.encode_ordinary(text[start:]))
 
 
 def count(text_or_messages, model: str | None = DEFAULT_MODEL) -> int:

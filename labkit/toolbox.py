@@ -152,6 +152,8 @@ def _refuse_name(name):
     """Why `name` can never be a handbook document (traversal, absolute, NUL, ...), or None."""
     if "\x00" in name:
         return "the name contains a NUL byte"
+    if len(name) > 200:  # no handbook name is this long, and the OS would refuse it anyway
+        return f"the name is {len(name):,} characters; document names are short"
     if name.startswith(("/", "\\", "~")) or re.match(r"^[A-Za-z]:", name):
         return "absolute paths are refused"
     if "/" in name or "\\" in name or ".." in name:

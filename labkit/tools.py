@@ -14,6 +14,7 @@ import json
 import re
 import types
 import typing
+import unicodedata
 from dataclasses import dataclass, field
 
 from .config import redact
@@ -35,6 +36,19 @@ RISKS = (
 )
 MAX_RESULT_CHARS = 4_000  # results longer than this are cut, with a visible marker
 NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # what the OpenAI API accepts as a tool name
+
+
+# Characters a reader takes for one another in a tool name (case is folded first)
+_LOOK_ALIKE = str.maketrans({"0": "o", "1": "l", "i": "l", "|": "l", "-": "_"})
+
+
+def look_alike(name: str) -> str:
+    """One text for names a reader cannot tell apart: case, 0/o, 1/l/i, rn/m, - and _.
+
+    Example: look_alike("Notes__save_note") == look_alike("notes__save_note")  ->  True
+    """
+    folded = unicodedata.normalize("NFKC", name).casefold()
+    return folded.translate(_LOOK_ALIKE).replace("rn", "m")
 
 
 def risk_above(risk: str, max_risk: str) -> bool:
@@ -202,12 +216,20 @@ class ToolRegistry:
     """
 
     def __init__(self, tools=()):
-        self.tools = {}
+        self.tools, seen = {}, {}
         for t in tools:
             t = t if isinstance(t, Tool) else tool(t)
             if t.name in self.tools:
                 raise UserError(
                     f"two tools are named {t.name!r} — give one another name: tool(fn, name=...)"
+                )
+            twin = seen.setdefault(look_alike(t.name), t.name)
+            if (
+                twin != t.name
+            ):  # offered side by side, a model (or a person) takes one for the other
+                raise UserError(
+                    f"tools {twin!r} and {t.name!r} differ only by case or look-alike characters "
+                    "— give one another name: tool(fn, name=...)"
                 )
             self.tools[t.name] = t
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from labkit import UserError, connect, describe, explain, run, say, user
+from labkit import ScriptedModel, UserError, connect, describe, explain, run, say, user
 from labkit.cassettes import Replayer, canonical, fingerprint, load
 from labkit.models import collect
 from labkit.toolbox import calculate, get_weather
@@ -153,6 +153,53 @@ def test_a_damaged_cassette_is_refused_clearly(tmp_path):
         load(tmp_path / "bad.jsonl")
     with pytest.raises(UserError, match="not a labkit cassette"):
         Replayer(tmp_path / "bad.jsonl")
+
+
+DAMAGED = {
+    "a truncated line": '{"cassette": 1}\n{"reply": {"text": "po',
+    "a header only": None,  # loads; asking it for a reply says it holds none
+    "binary": b"\x00\xff\xfe\x80",
+    "deep nesting": '{"cassette": 1}\n' + "[" * 100_000 + "]" * 100_000,
+    "a line that is not an object": '{"cassette": 1}\n3',
+    "a reply of the wrong type": '{"cassette": 1}\n'
+    '{"fingerprint": "f", "request": [], "reply": {"text": 5}}',
+    "usage as text": '{"cassette": 1}\n'
+    '{"fingerprint": "f", "request": [], "reply": {"usage": ["3", 1, 4]}}',
+    "no fingerprint": '{"cassette": 1}\n{"request": [], "reply": {}}',
+    "an error that is not [kind, message]": '{"cassette": 1}\n'
+    '{"fingerprint": "f", "request": [], "error": "boom"}',
+}
+
+
+@pytest.mark.parametrize("case", DAMAGED)
+def test_every_damaged_cassette_ends_in_one_line_saying_how_to_record_it(case, tmp_path):
+    path = tmp_path / "09_mcp.jsonl"
+    data = DAMAGED[case] if DAMAGED[case] is not None else '{"cassette": 1}\n'
+    path.write_bytes(data if isinstance(data, bytes) else data.encode())
+    with pytest.raises(UserError) as refused:
+        Replayer(path).respond([user("ping")])
+    message = str(refused.value)
+    assert "make cassettes NB=notebooks/09_mcp.ipynb" in message
+    assert len(message.splitlines()) == 1
+
+
+def test_a_recorded_guarded_run_keeps_none_of_what_the_run_redacts(tmp_path, monkeypatch):
+    from labkit.cassettes import Recorder
+    from labkit.guardrails import run_guarded
+
+    token, secret = "ghp_" + "t0k3n" * 8, "hunter-correct-horse"
+    monkeypatch.setenv("DEPLOY_GITHUB_TOKEN", token)
+    url = "https://api.example.com/items?api_key=k9k9k9k9k9k9&page=2"
+    model = ScriptedModel([say(f"Fetched {url} with {token} and {secret}.")])
+    path = tmp_path / "guarded.jsonl"
+    header = {"cassette": 1, "model": "m", "server": "s", "date": "d"}
+    result = run_guarded(f"Fetch {url}, key {secret}", Recorder(model, path, header), [],
+                         secrets=[secret])  # fmt: skip
+    written = path.read_text(encoding="utf-8")
+    for value in (token, secret, "k9k9k9k9k9k9"):
+        assert value not in written
+        assert value not in result.answer
+    assert "api_key=[redacted]" in written
 
 
 def test_a_failed_live_call_is_recorded_and_replays_as_the_same_error(

@@ -210,6 +210,8 @@ def test_good_key_and_local_server_without_key():
         ("Incorrect API key provided: sk-proj-abc123def456.", (), "sk-proj-abc123def456"),
         ("Authorization: Bearer tok_9f8e7d6c5b", (), "tok_9f8e7d6c5b"),
         ("custom secret hunter2hunter2 in a message", ("hunter2hunter2",), "hunter2hunter2"),
+        ("GET https://api.example.com/v1?api_key=q1w2e3r4t5&q=1", (), "q1w2e3r4t5"),
+        ("see https://h.example/x?q=1&access_token=zz9yy8xx7", (), "zz9yy8xx7"),
     ],
 )
 def test_redact(text, secrets, leaked):
@@ -359,3 +361,8 @@ def test_setup_notebook_run_and_saved_by_a_learner_still_passes(tmp_path, shell,
         [*command, str(saved)], cwd=ROOT, env=test_env, capture_output=True, text=True, timeout=600
     )
     assert checked.returncode == 0, checked.stdout[-3000:]
+
+
+def test_redact_keeps_a_query_that_holds_no_credential():
+    url = "https://docs.python.org/3/search.html?q=json&check_keywords=yes"
+    assert redact(url) == url

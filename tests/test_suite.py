@@ -128,8 +128,8 @@ def test_the_report_is_one_table_row_per_task_and_latency_last():
 @pytest.mark.parametrize(
     "path, problem",
     [
-        ("no-such-suite", "cannot read the suite 'no-such-suite'"),
-        ("agent_suite.baseline", "agent_suite.baseline.json is not a suite: it has no name"),
+        ("no-such-suite", "no suite file 'no-such-suite' — give a suite file"),
+        ("agent_suite.baseline", "agent_suite.baseline.json is not a suite: 'name' is missing"),
     ],
 )
 def test_load_suite_names_a_bad_file(path, problem):
@@ -197,7 +197,7 @@ def test_the_gate_message_is_true_at_the_boundary(alpha, passed):
 @pytest.mark.parametrize(
     "text, problem",
     [
-        ("not json", "cannot be read"),
+        ("not json", "is not JSON"),
         ('{"cases": {"t01": "yes"}}', "is not a baseline"),
         ('{"version": "v1", "cases": {"t01": true}}', None),
     ],
@@ -260,3 +260,65 @@ def test_the_gate_command_line_records_a_baseline_and_refuses_bad_input(tmp_path
         code, out, err = gate_cli(*args)
         assert code == 2 and err.startswith("error: ") and problem in err, (args, err)
         assert "Traceback" not in err
+
+
+def _suite(**changes):
+    data = json.loads((EVALS_DIR / "agent_suite.json").read_text(encoding="utf-8"))
+    data["tasks"] = data["tasks"][:1]
+    return {**data, **changes}
+
+
+MALFORMED = {
+    "empty tasks": (_suite(tasks=[]), "'tasks' is missing or empty"),
+    "a missing key": ({k: v for k, v in _suite().items() if k != "versions"}, "'versions' is"),
+    "max_turns as text": (_suite(max_turns="4"), "'max_turns' is missing or not int"),
+    "a task without an id": (
+        _suite(tasks=[{k: v for k, v in _suite()["tasks"][0].items() if k != "id"}]),
+        "task 1: 'id' is missing",
+    ),
+    "a step of the wrong type": (
+        _suite(tasks=[{**_suite()["tasks"][0], "scripts": {"v1": [{"say": 3}]}}]),
+        "its 'say' has the wrong type",
+    ),
+    "not an object": ([1, 2], "it is not a JSON object"),
+}
+
+
+@pytest.mark.parametrize("case", MALFORMED)
+def test_a_malformed_suite_exits_2_with_one_line(case, tmp_path, capsys):
+    from labkit.__main__ import evals_main
+
+    data, problem = MALFORMED[case]
+    path = tmp_path / "suite.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert evals_main(["run", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert problem in err and len(err.splitlines()) == 1, err
+
+
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("[" * 100_000 + "]" * 100_000, "it is nested too deep"),
+        ('{"version": "v1", "cases": {}}', "is not a baseline"),
+        ('{"version": 3, "cases": {"t01": true}}', "is not a baseline"),
+        ("\udcff", "is not JSON"),
+    ],
+)
+def test_a_malformed_baseline_exits_2_with_one_line(text, problem, tmp_path, capsys):
+    from labkit.__main__ import evals_main
+
+    path = tmp_path / "baseline.json"
+    path.write_bytes(text.encode("utf-8", "surrogateescape"))
+    assert evals_main(["run", "agent_suite", "--baseline", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert problem in err and len(err.splitlines()) == 1, err
+
+
+def test_a_device_file_is_read_only_up_to_the_limit(monkeypatch, capsys):
+    from labkit.__main__ import evals_main
+
+    monkeypatch.setattr("labkit.suite.MAX_FILE_BYTES", 1_000)  # /dev/zero never ends
+    monkeypatch.setattr("labkit.labs.evalsets.read_json.__defaults__", (1_000,))
+    assert evals_main(["run", "/dev/zero"]) == 2
+    assert "is over 1,000 bytes" in capsys.readouterr().err

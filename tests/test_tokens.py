@@ -305,3 +305,22 @@ def test_a_changed_rank_is_caught_by_the_published_hash(tmp_path):
         with mock.patch.object(tiktoken_ext.openai_public, "load_tiktoken_bpe", local):
             with pytest.raises(ValueError, match="Hash mismatch"):
                 tiktoken_ext.openai_public.o200k_base()
+
+
+TEXTS = ["hello world, again and again. ", "中文 text  with\n\nbreaks ", "x", "1234 5678 ", " \t"]
+
+
+@pytest.mark.parametrize("piece", [50, 120, 333])
+def test_text_counted_in_pieces_counts_what_one_call_counts(piece, monkeypatch):
+    import random
+
+    rng = random.Random(piece)
+    text = "".join(rng.choice(TEXTS) for _ in range(400))
+    whole = tokens.exact(text)
+    monkeypatch.setattr(tokens, "PIECE", piece)
+    assert tokens.exact(text) == whole
+
+
+def test_a_million_characters_and_200_000_tokens_are_counted_not_refused():
+    assert tokens.count("a b " * 250_000, "gpt-4o") == 500_001
+    assert tokens.count("word " * 200_001, "gpt-4o") == 200_002  # and the last space

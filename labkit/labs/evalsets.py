@@ -19,7 +19,7 @@ from ..models import (
     user,
 )
 from ..stats import bootstrap_ci
-from ..suite import EvalTask, Version, run_suite
+from ..suite import EvalTask, Version, read_json, run_suite
 from .scenarios import scenario_tools, script_step
 
 # ---------------------------------------------------------------- 10_evals: frozen sets and plots
@@ -140,27 +140,21 @@ def load_suite(path=AGENT_SUITE) -> Suite:
     path = Path(path)
     if not path.exists() and (EVALS_DIR / f"{path}.json").exists():
         path = EVALS_DIR / f"{path}.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise UserError(
-            f"cannot read the suite {str(path)!r} ({type(exc).__name__}) — give a suite file, "
-            "or a name in data/evals such as agent_suite"
-        ) from None
-    missing = [
-        k
-        for k in ("name", "about", "current", "max_turns", "versions", "tasks")
-        if not isinstance(data, dict) or k not in data
-    ]
-    if missing:
-        raise UserError(f"{path.name} is not a suite: it has no {', '.join(missing)}")
+    fix = "give a suite file, or a name in data/evals such as agent_suite"
+    data = read_json(path, "suite", fix)
+    problem = _suite_problem(data)
+    if problem:
+        raise UserError(f"{path.name} is not a suite: {problem} — {fix}")
     tools = scenario_tools()
     tasks = []
     for t in data["tasks"]:
         unknown = [name for name in t["tools"] if name not in tools]
         if unknown:
             raise UserError(f"task {t['id']} names unknown tools {unknown} — use {list(tools)}")
-        scripts = {v: [script_step(s) for s in steps] for v, steps in t["scripts"].items()}
+        try:
+            scripts = {v: [script_step(s) for s in steps] for v, steps in t["scripts"].items()}
+        except RecursionError:
+            raise UserError(f"task {t['id']}: its script is nested too deep — {fix}") from None
         tools_of = [tools[name] for name in t["tools"]]
         tasks.append(
             EvalTask(t["id"], t["task"], tools_of, t["answer"], t.get("cite", False), scripts)
@@ -174,6 +168,50 @@ def load_suite(path=AGENT_SUITE) -> Suite:
     return Suite(
         data["name"], data["about"], data["current"], data["max_turns"], versions, tasks, sources
     )
+
+
+SUITE_SHAPE = {"name": str, "about": str, "current": str, "max_turns": int, "versions": dict}
+TASK_SHAPE = {"id": str, "task": str, "tools": list, "answer": str, "scripts": dict}
+
+
+def _suite_problem(data) -> str | None:
+    """What makes `data` not a suite, in a few words; None when its shape is right."""
+    if not isinstance(data, dict):
+        return "it is not a JSON object"
+    for key, kind in SUITE_SHAPE.items():
+        if not isinstance(data.get(key), kind) or isinstance(data.get(key), bool):
+            return f"{key!r} is missing or not {kind.__name__}"
+    if not 0 < data["max_turns"] <= 100:
+        return f"max_turns is {data['max_turns']}; give 1 to 100"
+    for name, v in data["versions"].items():
+        if not (isinstance(v, dict) and isinstance(v.get("system"), str)):
+            return f"version {name!r} has no system prompt (text)"
+        if not isinstance(v.get("about", ""), str):
+            return f"version {name!r}: about is not text"
+    if data["current"] not in data["versions"]:
+        return f"current version {data['current']!r} is not among its versions"
+    tasks = data.get("tasks")
+    if not isinstance(tasks, list) or not tasks:
+        return "'tasks' is missing or empty"
+    ids = [t.get("id") if isinstance(t, dict) else None for t in tasks]
+    twice = next((i for i in ids if i is not None and ids.count(i) > 1), None)
+    if twice is not None:
+        return f"task id {twice!r} appears twice"
+    return next((p for p in (_task_problem(i, t) for i, t in enumerate(tasks)) if p), None)
+
+
+def _task_problem(i, t) -> str | None:
+    """What makes task `i` not a task, or None."""
+    wrong = [k for k, kind in TASK_SHAPE.items() if not isinstance(t, dict) or
+             not isinstance(t.get(k), kind)]  # fmt: skip
+    if wrong:
+        return f"task {i + 1}: {wrong[0]!r} is missing or not {TASK_SHAPE[wrong[0]].__name__}"
+    cite = t.get("cite", False)
+    if not all(isinstance(n, str) for n in t["tools"]) or not isinstance(cite, bool):
+        return f"task {t['id']}: tools must be names and cite true or false"
+    if not all(isinstance(steps, list) for steps in t["scripts"].values()):
+        return f"task {t['id']}: each script must be a list of steps"
+    return None
 
 
 def load_judge_labels(path=JUDGE_LABELS):

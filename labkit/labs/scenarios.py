@@ -21,6 +21,7 @@ from ..models import (
 )
 from ..toolbox import calculate, get_weather, list_docs, read_doc
 from ..tools import tool
+from ..trace import clip
 
 # ---------------------------------------------------------------- 04_loop: scenarios
 
@@ -51,24 +52,50 @@ def scenario_tools():
     return {t.name: t for t in (calculate, get_weather, list_docs, read_doc, exchange_rate)}
 
 
+STEP_SHAPES = {  # each step's keys and the types they must have
+    "say": {"say": str},
+    "call": {"call": str, "arguments": dict},
+    "raw_call": {"raw_call": str, "arguments": str},
+    "incomplete": {"incomplete": str, "reason": (str, type(None))},
+    "turn": {"turn": list},
+}
+STEP_FORMS = {
+    "say": '{"say": "text"}',
+    "call": '{"call": "name", "arguments": {...}}',
+    "raw_call": '{"raw_call": "name", "arguments": "text"}',
+    "incomplete": '{"incomplete": "text", "reason": "max_output_tokens"}',
+    "turn": '{"turn": [step, ...]}',
+}
+
+
 def script_step(data):
     """A scripted Step from its JSON form: {"say": ...}, {"call": name, "arguments": {...}},
     {"raw_call": name, "arguments": "..."}, {"incomplete": text, "reason": ...} or {"turn": [...]}.
 
     Example: script_step({"call": "get_weather", "arguments": {"city": "Paris"}})
     """
-    if "say" in data:
+    kind = next((k for k in STEP_SHAPES if isinstance(data, dict) and k in data), None)
+    wrong = [
+        k for k, want in STEP_SHAPES.get(kind, {}).items() if not isinstance(data.get(k), want)
+    ]
+    if wrong:
+        raise UserError(
+            f"scenario step {clip(repr(data), 80)}: its {wrong[0]!r} has the wrong type — "
+            f"a {kind} step is {STEP_FORMS[kind]}"
+        )
+    if kind == "say":
         return say(data["say"])
-    if "call" in data:
+    if kind == "call":
         return call(data["call"], **data["arguments"])
-    if "raw_call" in data:
+    if kind == "raw_call":
         return raw_call(data["raw_call"], data["arguments"])
-    if "incomplete" in data:
+    if kind == "incomplete":
         return incomplete(data["incomplete"], data.get("reason"))
-    if "turn" in data:
+    if kind == "turn":
         return turn(*map(script_step, data["turn"]))
     raise UserError(
-        f"scenario step {data!r} is not a step — use say, call, raw_call, incomplete or turn"
+        f"scenario step {clip(repr(data), 80)} is not a step — use say, call, raw_call, "
+        "incomplete or turn"
     )
 
 
