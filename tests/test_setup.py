@@ -59,7 +59,8 @@ PYTEST = ".venv/bin/python -m pytest -n auto --dist loadfile"
 @pytest.fixture
 def repo(tmp_path):
     """A copy of what the Makefile reads, and a way to make stand-in Pythons."""
-    for name in ("Makefile", "requirements-lock.txt", "pyproject.toml"):
+    for name in ("Makefile", "requirements-lock.txt", "pyproject.toml", ".ci/bfcl-eval.txt"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
         shutil.copy(ROOT / name, tmp_path / name)
     return tmp_path
 
