@@ -132,7 +132,7 @@ class Workspace:
         return done.stdout
 
     def diff(self) -> str:
-        """The workspace's changes since the copy was made, as a unified diff (the agent's patch)."""
+        """The changes since the copy was made, as a unified diff: the agent's patch."""
         self._git("add", "-A", "--", ".", ":!.home")
         return self._git("diff", "--cached", "--no-color")
 
