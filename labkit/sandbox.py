@@ -14,6 +14,7 @@ cgroup limits (pids.max, memory.max) and a network policy.
 """
 
 import os
+import re
 import resource
 import shlex
 import shutil
@@ -37,6 +38,7 @@ ALLOWED = (
     ("git", "status"),
 )
 SHELL_SIGNS = (";", "|", "&", ">", "<", "`", "$(", "\n")  # no shell runs, so these would mislead
+_DURATION = re.compile(r" in \d+\.\d+s\b")  # pytest's timing, removed so runs are reproducible
 GIT = ["git", "-c", "safe.directory=*", "-c", "user.name=labkit", "-c", "user.email=labkit@local"]
 
 
@@ -231,7 +233,7 @@ class Workspace:
             size = sink.seek(0, os.SEEK_END)
             sink.seek(0)
             text = sink.read(limits.output_chars * 4).decode("utf-8", "replace")
-        shown = text[: limits.output_chars].replace(str(self.path), ".")
+        shown = _DURATION.sub(" in N s", text[: limits.output_chars].replace(str(self.path), "."))
         truncated = size > len(text.encode()) or len(text) > limits.output_chars
         if truncated:
             shown += f"\n...[output truncated: showing {limits.output_chars:,} characters]"

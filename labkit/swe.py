@@ -52,6 +52,7 @@ class Verdict:
     fail_to_pass: list = field(default_factory=list)  # FAIL_TO_PASS ids still not passing
     pass_to_pass: list = field(default_factory=list)  # PASS_TO_PASS ids broken
     note: str = ""  # why it is not resolved when no test says so (a patch that does not apply)
+    output: str = ""  # the end of pytest's output
 
     def __str__(self):
         if self.resolved:
@@ -64,8 +65,17 @@ class Verdict:
         return "not resolved: " + ", ".join(broke + ([self.note] if self.note else []))
 
 
-def verdict(results: dict, task: dict, patch: str = "") -> Verdict:
-    """SWE-bench's rule over test results (a missing test counts as failing).
+def resolved(results: dict, fail_to_pass: list, pass_to_pass: list) -> bool:
+    """SWE-bench's rule: every FAIL_TO_PASS and every PASS_TO_PASS test passed; a test missing
+    from the results, an error or a skip counts as not passing; tests not listed do not count.
+
+    Example: resolved({"t::a": "passed", "t::b": "failed"}, ["t::a"], [])  ->  True
+    """
+    return all(results.get(t) == "passed" for t in [*fail_to_pass, *pass_to_pass])
+
+
+def verdict(results: dict, task: dict, patch: str = "", output: str = "") -> Verdict:
+    """The rule over a task's test results, with what failed; a task to refuse needs no patch.
 
     Example: verdict({"t::a": "passed"}, {"FAIL_TO_PASS": ["t::a"], "PASS_TO_PASS": []})
     """
@@ -73,7 +83,8 @@ def verdict(results: dict, task: dict, patch: str = "") -> Verdict:
     p2p = [t for t in task["PASS_TO_PASS"] if results.get(t) != "passed"]
     refused = task.get("expected") == "refuse"
     note = "a task to refuse, and the patch is not empty" if refused and patch.strip() else ""
-    return Verdict(not f2p and not p2p and not note, f2p, p2p, note)
+    ok = resolved(results, task["FAIL_TO_PASS"], task["PASS_TO_PASS"]) and not note
+    return Verdict(ok, f2p, p2p, note, output)
 
 
 def evaluate(task: dict, patch: str, sandbox: str = "auto") -> Verdict:
@@ -89,10 +100,30 @@ def evaluate(task: dict, patch: str, sandbox: str = "auto") -> Verdict:
                     patches.apply_diff(ws, diff)
         except LabkitError as exc:
             return Verdict(False, list(task["FAIL_TO_PASS"]), [], f"patch does not apply: {exc}")
-        ws.run(f"python -m pytest -q -p no:cacheprovider --junitxml={REPORT}")
+        done = ws.run(f"python -m pytest -q --tb=line -p no:cacheprovider --junitxml={REPORT}")
         report = ws.path / REPORT
         results = test_results(report.read_text()) if report.exists() else {}
-    return verdict(results, task, patch)
+    return verdict(results, task, patch, done.output[-1_500:])
+
+
+def stop_hook(task: dict, ws, sandbox: str = "auto"):
+    """An on_stop hook (labkit.coding.Hooks) that runs the task's tests on the workspace's patch
+    and, while they fail, sends the agent back with what failed.
+
+    Example: Hooks(on_stop=stop_hook(task, ws))
+    """
+
+    def on_stop(run) -> str | None:
+        said = evaluate(task, ws.diff(), sandbox)
+        if said.resolved:
+            return None
+        failing = ", ".join(said.fail_to_pass + said.pass_to_pass) or said.note
+        return (
+            f"Not done yet: the task's tests say {said}. Failing: {failing}.\n"
+            f"{said.output.strip()}\nFix the code (undo what broke a test), then say done."
+        )
+
+    return on_stop
 
 
 def patch_size(patch: str) -> str:
