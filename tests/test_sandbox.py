@@ -209,7 +209,9 @@ def test_code_escapes_possible_off(outside, listener, monkeypatch, tmp_path):
     def bare(files):
         for f in files:
             code = f.read_text() + "\ntest_it()\n"
-            subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True)
+            # no pipes: a detached child holding one open would block the wait
+            quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+            subprocess.run([sys.executable, "-c", code], cwd=tmp_path, timeout=60, **quiet)
 
     got = run_attempts(bare, tmp_path, outside, listener)
     assert [name for name, out in got.items() if not out] == []
