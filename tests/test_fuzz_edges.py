@@ -26,6 +26,8 @@ def test_the_tally_counts_any_exception_but_a_labkit_error_as_a_crash():
 
 TAKEN_AWAY = {  # a defence replaced by nothing -> the leak the harness must then report
     "hidden_text_passed_to_the_model": {
+        "labkit.mcp_trust.kinds": lambda text: [],
+        "labkit.mcp_trust.strip": lambda value: value,
         "labkit.mcp.kinds": lambda text: [],
         "labkit.mcp.strip": lambda value: value,
     },
