@@ -172,6 +172,27 @@ def matches(rule: str, name: str, arguments: dict) -> bool:
     return any(fnmatch.fnmatchcase(p, pattern) for p in parts)
 
 
+def _first(rules, name, arguments):
+    return next((rule for rule in rules if matches(rule, name, arguments)), None)
+
+
+def rule_verdict(name, arguments, deny=DENY, ask=ASK, allow=ALLOW) -> tuple[str | None, str]:
+    """What the rules say before the mode: a deny rule, then an ask rule, then a read-only tool
+    or an allow rule; (None, "") when no rule covers the call.
+
+    Example: rule_verdict("run", {"command": "git commit -m x"})  ->  ("ask", "ask rule ...")
+    """
+    if rule := _first(deny, name, arguments):
+        return "deny", f"deny rule {rule}"
+    if rule := _first(ask, name, arguments):
+        return "ask", f"ask rule {rule}"
+    if name in READ_ONLY:
+        return "allow", "read-only tool"
+    if rule := _first(allow, name, arguments):
+        return "allow", f"allow rule {rule}"
+    return None, ""
+
+
 def decide(name, arguments, mode="default", deny=DENY, ask=ASK, allow=ALLOW) -> tuple[str, str]:
     """("allow" | "ask" | "deny", why): deny rules, then ask rules, then allow rules, then the mode.
 
@@ -181,21 +202,9 @@ def decide(name, arguments, mode="default", deny=DENY, ask=ASK, allow=ALLOW) -> 
     """
     if mode not in MODES:
         raise UserError(f"mode {mode!r} is not one of {', '.join(MODES)}")
-    for rule in deny:
-        if matches(rule, name, arguments):
-            return "deny", f"deny rule {rule}"
-    verdict, why = None, ""
-    for rule in ask:
-        if matches(rule, name, arguments):
-            verdict, why = "ask", f"ask rule {rule}"
-            break
-    if verdict is None and name in READ_ONLY:
-        verdict, why = "allow", "read-only tool"
-    if verdict is None:
-        for rule in allow:
-            if matches(rule, name, arguments):
-                verdict, why = "allow", f"allow rule {rule}"
-                break
+    verdict, why = rule_verdict(name, arguments, deny, ask, allow)
+    if verdict == "deny":
+        return verdict, why
     if mode == "plan" and name not in READ_ONLY:
         return "deny", "plan mode: read only until the plan is approved"
     if mode == "bypass":
