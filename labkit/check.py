@@ -28,6 +28,7 @@ NOTEBOOKS = (
     "08_context",
     "09_mcp",
     "10_evals",
+    "11_coding_agent",
 )
 
 

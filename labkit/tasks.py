@@ -734,3 +734,84 @@ TASKS = {
     "09_mcp": mcp_task(),
     "10_evals": evals_task(),
 }
+
+
+# ---------------------------------------------------------------- 11_coding_agent
+
+from .swe import resolved  # noqa: E402  (kept apart from the imports above: merges stay easy)
+
+
+def coding_task():
+    """The 11_coding_agent task. Example: check(my_function, "11_coding_agent")"""
+    fix, kept, other = (
+        "tests/test_units.py::test_l_to_ml",
+        "tests/test_units.py::test_kg_to_g",
+        "tests/test_recipes.py::test_scale",
+    )
+    missing = "a test missing from the results did not pass: use results.get(test) == 'passed'"
+    return Task(
+        "SWE-bench's rule: resolved(results, fail_to_pass, pass_to_pass) -> bool",
+        [
+            Case(
+                "the fix works and nothing broke",
+                ({fix: "passed", kept: "passed"}, [fix], [kept]),
+                True,
+                "every listed test passed: that is resolved",
+                crash_hint=missing,
+            ),
+            Case(
+                "the failing test still fails",
+                ({fix: "failed", kept: "passed"}, [fix], [kept]),
+                False,
+                "a FAIL_TO_PASS test that does not pass means not resolved",
+                crash_hint=missing,
+            ),
+            Case(
+                "the fix broke a test that passed",
+                ({fix: "passed", kept: "failed"}, [fix], [kept]),
+                False,
+                "every PASS_TO_PASS test must still pass: check both lists",
+                crash_hint=missing,
+            ),
+            Case(
+                "a listed test did not run",
+                ({kept: "passed"}, [fix], [kept]),
+                False,
+                missing,
+                crash_hint=missing,
+            ),
+            Case(
+                "an error is not a pass",
+                ({fix: "error", kept: "passed"}, [fix], [kept]),
+                False,
+                "only 'passed' counts: a test that errors (e.g. in its setup) did not pass",
+                crash_hint=missing,
+            ),
+            Case(
+                "a skip is not a pass",
+                ({fix: "skipped", kept: "passed"}, [fix], [kept]),
+                False,
+                "only 'passed' counts: a skipped test proves nothing",
+                crash_hint=missing,
+            ),
+            Case(
+                "a test in neither list fails",
+                ({fix: "passed", kept: "passed", other: "failed"}, [fix], [kept]),
+                True,
+                "only the listed tests count: a test in neither list may fail (SWE-bench "
+                "ignores tests that failed before and after)",
+                crash_hint=missing,
+            ),
+            Case(
+                "nothing listed",
+                ({other: "failed"}, [], []),
+                True,
+                "with no test listed nothing is required: all() of nothing is True",
+                crash_hint=missing,
+            ),
+        ],
+        reference=resolved,
+    )
+
+
+TASKS["11_coding_agent"] = coding_task()

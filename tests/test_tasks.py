@@ -154,3 +154,77 @@ def test_the_turns_task_shows_each_message_by_its_role(capsys):
     shown = capsys.readouterr().out
     assert "got [[user], [assistant calls get_weather], [tool call_1], [assistant]]" in shown
     assert "Message(" not in shown
+
+
+# ---------------------------------------------------------------- 11_coding_agent: SWE-bench's rule
+
+
+from labkit.swe import resolved  # noqa: E402  (kept with its task's tests: merges stay easy)
+
+REFERENCES["11_coding_agent"] = resolved
+
+
+def test_the_coding_task_is_swe_s_resolved():
+    assert TASKS["11_coding_agent"].reference is resolved
+    assert check(resolved, "11_coding_agent", quiet=True)
+
+
+CODING_WRONG = {  # a plausible wrong rule -> the hint it must be shown
+    "only FAIL_TO_PASS": (
+        lambda r, f, p: all(r.get(t) == "passed" for t in f),
+        "every PASS_TO_PASS test must still pass",
+    ),
+    "indexes the results": (
+        lambda r, f, p: all(r[t] == "passed" for t in f + p),
+        "a test missing from the results did not pass",
+    ),
+    "not failed is passed": (
+        lambda r, f, p: all(r.get(t) != "failed" for t in f + p),
+        "a test missing from the results did not pass",
+    ),
+    "not failed and not missing": (
+        lambda r, f, p: all(t in r and r[t] != "failed" for t in f + p),
+        "a test that errors (e.g. in its setup) did not pass",
+    ),
+    "a skip counts": (
+        lambda r, f, p: all(r.get(t) in ("passed", "skipped") for t in f + p),
+        "a skipped test proves nothing",
+    ),
+    "every test that ran": (
+        lambda r, f, p: all(o == "passed" for o in r.values()) and all(t in r for t in f + p),
+        "only the listed tests count",
+    ),
+    "any instead of all": (
+        lambda r, f, p: any(r.get(t) == "passed" for t in f + p),
+        "a FAIL_TO_PASS test that does not pass means not resolved",
+    ),
+    "nothing listed is nothing proved": (
+        lambda r, f, p: bool(f + p) and all(r.get(t) == "passed" for t in f + p),
+        "with no test listed nothing is required",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", CODING_WRONG)
+def test_a_wrong_resolved_fails_with_its_hint(name):
+    wrong, hint = CODING_WRONG[name]
+    result = check(wrong, "11_coding_agent", quiet=True)
+    assert not result
+    assert any(hint in line for line in result.lines if "hint:" in line), result.lines
+
+
+def set_based(results, fail_to_pass, pass_to_pass):
+    passed = {t for t, outcome in results.items() if outcome == "passed"}
+    return set(fail_to_pass) | set(pass_to_pass) <= passed
+
+
+def loop_based(results, fail_to_pass, pass_to_pass):
+    for test in [*fail_to_pass, *pass_to_pass]:
+        if results.get(test, "missing") != "passed":
+            return False
+    return True
+
+
+@pytest.mark.parametrize("right", [set_based, loop_based])
+def test_a_differently_written_resolved_passes(right):
+    assert check(right, "11_coding_agent", quiet=True)
