@@ -77,6 +77,9 @@ def _load_sentence_transformer(model_dir, device):
     return SentenceTransformer(str(model_dir), device=device, local_files_only=True)
 
 
+ASKED_KEPT = 4096  # queries whose vectors one MiniLM keeps
+
+
 class MiniLM:
     """all-MiniLM-L6-v2 on CPU: 384 numbers per text, unit length, English, 256 word pieces max.
 
@@ -94,17 +97,26 @@ class MiniLM:
         self.model = _load_sentence_transformer(model_dir, device)
         self.dim = self.model.get_embedding_dimension()
         self.identity = f"{self.name}@sha256:{self.sha256[:16]}"  # what the cache key uses
+        self._asked = {}  # query text -> its vector: agents and evaluations ask the same again
 
     def embed(self, texts: list[str]) -> torch.Tensor:
+        texts = list(texts)
+        if len(texts) == 1 and texts[0] in self._asked:  # a query asked again: not encoded again
+            return self._asked[texts[0]].clone()
         with torch.inference_mode():
             vectors = self.model.encode(
-                list(texts),
+                texts,
                 batch_size=32,
                 convert_to_tensor=True,
                 normalize_embeddings=True,
                 show_progress_bar=False,
             )
-        return vectors.cpu().reshape(len(texts), self.dim)  # (n, 384) float32
+        vectors = vectors.cpu().reshape(len(texts), self.dim)  # (n, 384) float32
+        if len(texts) == 1:
+            if len(self._asked) >= ASKED_KEPT:
+                self._asked.pop(next(iter(self._asked)))  # the oldest goes first
+            self._asked[texts[0]] = vectors.clone()
+        return vectors
 
     def __repr__(self):
         return f"MiniLM({self.name}, dim={self.dim}, weights sha256 {self.sha256[:12]}... verified)"

@@ -766,3 +766,18 @@ def test_cosine_top_k_breaks_ties_by_row_wherever_they_fall(k, expected):
     """Rows 1, 3 and 4 are the same direction (scaled): a tie, which the lower rows win."""
     matrix = torch.tensor([[0.0, 1.0], [1.0, 0.1], [-1.0, 0.0], [2.0, 0.2], [0.5, 0.05]])
     assert [row for row, _ in cosine_top_k(torch.tensor([1.0, 0.1]), matrix, k)] == expected
+
+
+def test_minilm_encodes_a_query_asked_again_only_once(minilm, monkeypatch):
+    first = minilm.embed(["how long may a retry back off?"])
+    calls = []
+    encode = minilm.model.encode
+    monkeypatch.setattr(
+        minilm.model, "encode", lambda *a, **kw: calls.append(1) or encode(*a, **kw)
+    )
+    again = minilm.embed(["how long may a retry back off?"])
+    assert calls == [] and torch.equal(first, again)
+    again += 1  # the caller's copy: the kept vector is not changed
+    assert torch.equal(minilm.embed(["how long may a retry back off?"]), first)
+    minilm.embed(["a new question"])
+    assert calls == [1]
