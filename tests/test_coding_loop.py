@@ -220,6 +220,17 @@ def test_a_long_run_is_compacted_with_the_task_and_the_files_read_kept(ws, thres
     assert done.result.status == "completed"
 
 
+def test_the_guards_before_compact_hooks_are_the_default_contexts(ws):
+    from labkit.coding import Hooks
+
+    def hook(run):
+        return None
+
+    guard = CodingGuard("acceptEdits", hooks=Hooks(before_compact=[hook]))
+    done = solve(TASK["problem_statement"], ScriptedModel([say("Nothing to do.")]), ws, guard)
+    assert done.context.before_compact == [hook]  # called before compacting: the test above
+
+
 # ---------------------------------------------------------------- plan mode, as a flow
 
 
