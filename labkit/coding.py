@@ -229,11 +229,13 @@ def question(call: ToolCall, tool_) -> str:
 @dataclass
 class Hooks:
     """before(call) -> a reason to refuse, or None; after(call, result) -> the result the model
-    reads; on_stop(run) -> a message that sends the agent back, or None when it may stop."""
+    reads; on_stop(run) -> a message that sends the agent back, or None when it may stop;
+    before_compact(run): called before a long history is compacted (e.g. to save it)."""
 
     before: list = field(default_factory=list)
     after: list = field(default_factory=list)
     on_stop: object = None
+    before_compact: list = field(default_factory=list)
 
 
 class CodingGuard(Guard):
@@ -356,7 +358,7 @@ def solve(
         tools.append(explorer(explore, tools, budget))
     if budget is not None:
         max_turns, max_calls = min(max_turns, budget.max_turns), min(max_calls, budget.max_calls)
-    context = context or CodingContext(ws, SYSTEM)
+    context = context or CodingContext(ws, SYSTEM, before_compact=guard.hooks.before_compact)
     out = AgentRun(loop.RunResult())
 
     def on_stop(run):

@@ -3,14 +3,15 @@
 Built in 11_coding_agent. `Workspace(repo)` copies a repository into a temporary folder (the
 original is never touched) and makes it a git repository, so `git diff` is the agent's patch.
 `Workspace.run(command)` runs one allow-listed command there: no shell, every path argument inside
-the workspace, a scrubbed environment (no keys, HOME inside the workspace), a timeout that kills
-the whole process group, an output cap with a visible marker, and rlimits (memory, file size, CPU
-time, open files). Where bubblewrap (`bwrap`) is installed the command also runs in its own
-namespaces: no network, its own process ids, the system read-only, only the workspace writable.
-Left out, and what production uses instead: without bwrap nothing stops code the tests run from
-reading or writing outside the workspace, reaching the network or leaving a process behind; as
-root RLIMIT_NPROC is ignored. Production uses containers or microVMs (gVisor, Firecracker) with
-cgroup limits (pids.max, memory.max) and a network policy.
+the workspace, a scrubbed environment (no keys, HOME inside the workspace), a timeout, an output
+cap with a visible marker, and rlimits (memory, file size, CPU time, open files). Where bubblewrap
+(`bwrap`) is installed the command also runs in its own namespaces: no network, its own process
+ids (all killed with it), the system read-only, only the workspace writable. Without bwrap a
+supervisor (REAPER, a child subreaper) kills every process the command left behind, detached
+ones too. Left out, and what production uses instead: without bwrap nothing stops code the tests
+run from reading or writing outside the workspace or reaching the network, a process that kills
+its supervisor first escapes it, and as root RLIMIT_NPROC is ignored. Production uses containers
+or microVMs (gVisor, Firecracker) with cgroup limits (pids.max, memory.max) and a network policy.
 """
 
 import os
@@ -39,6 +40,45 @@ ALLOWED = (
 )
 SHELL_SIGNS = (";", "|", "&", ">", "<", "`", "$(", "\n")  # no shell runs, so these would mislead
 _DURATION = re.compile(r" in \d+\.\d+s\b")  # pytest's timing, removed so runs are reproducible
+# Run as `python -c REAPER argv...` without bwrap: a child subreaper (Linux), so a process that
+# detaches (a new session, a double fork) becomes its child when its parent dies; when the command
+# ends, or on SIGTERM, it kills and reaps every child it has until none is left, then exits as the
+# command did.
+REAPER = """import ctypes, os, signal, sys
+ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+def children():
+    found = []
+    for name in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                if int(f.read().rsplit(")", 1)[1].split()[1]) == os.getpid():
+                    found.append(int(name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+def reap(code):
+    while kids := children():
+        for pid in kids:
+            os.kill(pid, signal.SIGKILL)
+        for pid in kids:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+    if code < 0:  # killed by a signal: end the same way, so the caller sees it
+        signal.signal(-code, signal.SIG_DFL)
+        os.kill(os.getpid(), -code)
+    os._exit(code)
+signal.signal(signal.SIGTERM, lambda *_: reap(-signal.SIGKILL))
+pid = os.fork()
+if pid == 0:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        os.execvp(sys.argv[1], sys.argv[1:])
+    finally:
+        os._exit(127)
+reap(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+"""
 GIT = ["git", "-c", "safe.directory=*", "-c", "user.name=labkit", "-c", "user.email=labkit@local"]
 
 
@@ -183,7 +223,7 @@ class Workspace:
 
     def _wrapped(self, argv):
         if not self.bwrap:
-            return argv
+            return [sys.executable, "-I", "-S", "-c", REAPER, *argv]
         binds = ["--ro-bind", "/usr", "/usr", "--ro-bind-try", "/etc", "/etc"]
         for link in ("/bin", "/lib", "/lib64", "/sbin"):
             if os.path.islink(link):
@@ -229,7 +269,7 @@ class Workspace:
             except subprocess.TimeoutExpired:
                 timed_out = True
             finally:
-                _kill_group(proc)
+                _stop(proc)
             size = sink.seek(0, os.SEEK_END)
             sink.seek(0)
             text = sink.read(limits.output_chars * 4).decode("utf-8", "replace")
@@ -253,8 +293,15 @@ class Workspace:
         self.close()
 
 
-def _kill_group(proc) -> None:
-    """Kill the command's process group (it is still there if a child lingers), then reap it."""
+def _stop(proc, grace: float = 5.0) -> None:
+    """End a command: ask a running supervisor (or bwrap) to stop, so it kills what it holds; then
+    kill the process group, in case anything in it lingers, and reap the command."""
+    if proc.poll() is None:
+        proc.terminate()  # REAPER kills every process it holds; bwrap takes its namespace along
+        try:
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            pass
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:

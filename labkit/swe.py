@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import patches
+from .budget import PRICES_AS_OF, estimated_cost
+from .config import DEFAULT_MODEL
 from .errors import LabkitError
 from .sandbox import Limits, Workspace
 
@@ -134,18 +136,31 @@ def patch_size(patch: str) -> str:
     return f"+{plus} -{minus}"
 
 
-def table(rows: list) -> str:
-    """One line per task: id, kind, verdict, turns, tool calls, tokens, patch size.
+def table(rows: list, priced_as: str = DEFAULT_MODEL) -> str:
+    """One line per task: id, kind, verdict, turns, tool calls, tokens, cost, patch size.
 
-    rows: (task, AgentRun, Verdict). Example: print(table(rows))
+    rows: (task, AgentRun, Verdict). Cost is an ESTIMATE: the run's tokens at the prices of
+    `priced_as` (labkit.budget.PRICES). Example: print(table(rows))
     """
     head = f"{'task':10} {'kind':9} {'resolved':8} {'turns':>5} {'calls':>5} {'tokens':>6}"
-    lines = [head + "  patch"]
+    lines = [head + f" {'cost $':>9}  patch"]
+    total = 0
     for task, done, said in rows:
         mark = "yes" if said.resolved else "no"
+        cost = estimated_cost(priced_as, done.usage.input_tokens, done.usage.output_tokens) or 0
+        total += cost
         lines.append(
             f"{task['instance_id']:10} {task['kind']:9} {mark:8} {done.turns:5} "
-            f"{done.tool_calls:5} {done.usage.total_tokens:6}  {patch_size(done.patch)}"
+            f"{done.tool_calls:5} {done.usage.total_tokens:6} {float(cost):9.6f}  "
+            f"{patch_size(done.patch)}"
         )
     solved = sum(1 for _, _, said in rows if said.resolved)
-    return "\n".join(lines + [f"resolved {solved}/{len(rows)}"])
+    sources = {done.usage.source for _, done, _ in rows} or {"reported"}
+    counted = "reported by the server" if sources == {"reported"} else "counted by labkit"
+    return "\n".join(
+        lines
+        + [
+            f"resolved {solved}/{len(rows)}; tokens {counted}; cost ${float(total):.6f}, an "
+            f"ESTIMATE at {priced_as} prices ({PRICES_AS_OF})"
+        ]
+    )

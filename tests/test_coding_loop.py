@@ -220,6 +220,17 @@ def test_a_long_run_is_compacted_with_the_task_and_the_files_read_kept(ws, thres
     assert done.result.status == "completed"
 
 
+def test_the_guards_before_compact_hooks_are_the_default_contexts(ws):
+    from labkit.coding import Hooks
+
+    def hook(run):
+        return None
+
+    guard = CodingGuard("acceptEdits", hooks=Hooks(before_compact=[hook]))
+    done = solve(TASK["problem_statement"], ScriptedModel([say("Nothing to do.")]), ws, guard)
+    assert done.context.before_compact == [hook]  # called before compacting: the test above
+
+
 # ---------------------------------------------------------------- plan mode, as a flow
 
 
@@ -298,3 +309,43 @@ def test_solve_runs_against_a_live_server(ws, monkeypatch, api):
     tools = [t.get("name") or t["function"]["name"] for t in bodies[0]["tools"]]
     assert tools == ["list_files", "read_file", "grep", "apply_patch", "run"]
     assert done.patch == "" and done.usage.source == "reported"
+
+
+# ---------------------------------------------------------------- the table per agent version
+
+
+def test_the_task_table_has_turns_calls_tokens_cost_and_patch_size():
+    from labkit.coding import AgentRun
+    from labkit.models import Usage
+    from labkit.swe import Verdict, table
+
+    run = AgentRun(
+        loop.RunResult(), 3, 2, Usage(1_000, 100, 1_100, "counted"), patch="+a\n-b\n+c\n"
+    )
+    rows = [(TASK, run, Verdict(True)), (load_tasks()[1], run, Verdict(False, ["t::x"]))]
+    head, first, second, total = table(rows).splitlines()
+    assert head.split() == [
+        "task",
+        "kind",
+        "resolved",
+        "turns",
+        "calls",
+        "tokens",
+        "cost",
+        "$",
+        "patch",
+    ]
+    assert first.split() == [
+        "pantry-1",
+        "bug",
+        "fix",
+        "yes",
+        "3",
+        "2",
+        "1100",
+        "0.000450",
+        "+2",
+        "-1",
+    ]
+    assert second.split()[3] == "no"
+    assert total.startswith("resolved 1/2; tokens counted by labkit; cost $0.000900, an ESTIMATE")
