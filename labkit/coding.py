@@ -4,9 +4,10 @@ Built in 11_coding_agent. `coding_tools(ws, edits)` gives the model list_files, 
 ranges), grep (paths and lines, not whole files), apply_patch (a unified diff or a search/replace
 edit, every edit kept in `edits`) and run (labkit.sandbox). `decide` is the layered permission
 decision: deny rules, then ask rules, then allow rules, then the mode. `CodingGuard` asks it before
-every call (with hooks before and after), and `solve` is 04's loop with these tools and a stop hook
-that sends a premature "done" back. Left out: parallel read-only calls (the loop runs calls in
-order), an Explore sub-agent, compaction of long runs, 07's durable runtime for the writes.
+every call (with hooks before and after) and ends plan mode when a plan is approved. `solve` is
+the agent: labkit.coding_loop's loop (read-only calls side by side, a repository map, compaction,
+an Explore sub-agent) with a stop hook that sends a premature "done" back. Left out: 07's durable
+runtime for the writes, skills and slash commands, checkpoints beyond `Edits.undo`.
 """
 
 import fnmatch
@@ -15,6 +16,8 @@ import re
 from dataclasses import dataclass, field
 
 from . import loop, patches
+from .budget import Budget
+from .coding_loop import CodingContext, explorer, run_agent
 from .errors import ToolError, UserError
 from .guardrails import Guards
 from .loop import Decision, Guard
@@ -24,7 +27,7 @@ from .schema import ArgumentError, parse_arguments
 from .tools import approved, tool
 
 MODES = ("default", "plan", "acceptEdits", "dontAsk", "bypass")
-READ_ONLY = ("list_files", "read_file", "grep")
+READ_ONLY = ("list_files", "read_file", "grep", "explore")  # explore: a sub-agent that reads
 ALLOW = ("run(python -m pytest*)", "run(ls*)", "run(cat *)", "run(git diff*)", "run(git status*)")
 DENY = ("apply_patch(tests/*)", "run(git push*)")  # the default rules of this lesson
 ASK = ("run(git commit*)",)
@@ -169,6 +172,27 @@ def matches(rule: str, name: str, arguments: dict) -> bool:
     return any(fnmatch.fnmatchcase(p, pattern) for p in parts)
 
 
+def _first(rules, name, arguments):
+    return next((rule for rule in rules if matches(rule, name, arguments)), None)
+
+
+def rule_verdict(name, arguments, deny=DENY, ask=ASK, allow=ALLOW) -> tuple[str | None, str]:
+    """What the rules say before the mode: a deny rule, then an ask rule, then a read-only tool
+    or an allow rule; (None, "") when no rule covers the call.
+
+    Example: rule_verdict("run", {"command": "git commit -m x"})  ->  ("ask", "ask rule ...")
+    """
+    if rule := _first(deny, name, arguments):
+        return "deny", f"deny rule {rule}"
+    if rule := _first(ask, name, arguments):
+        return "ask", f"ask rule {rule}"
+    if name in READ_ONLY:
+        return "allow", "read-only tool"
+    if rule := _first(allow, name, arguments):
+        return "allow", f"allow rule {rule}"
+    return None, ""
+
+
 def decide(name, arguments, mode="default", deny=DENY, ask=ASK, allow=ALLOW) -> tuple[str, str]:
     """("allow" | "ask" | "deny", why): deny rules, then ask rules, then allow rules, then the mode.
 
@@ -178,21 +202,9 @@ def decide(name, arguments, mode="default", deny=DENY, ask=ASK, allow=ALLOW) -> 
     """
     if mode not in MODES:
         raise UserError(f"mode {mode!r} is not one of {', '.join(MODES)}")
-    for rule in deny:
-        if matches(rule, name, arguments):
-            return "deny", f"deny rule {rule}"
-    verdict, why = None, ""
-    for rule in ask:
-        if matches(rule, name, arguments):
-            verdict, why = "ask", f"ask rule {rule}"
-            break
-    if verdict is None and name in READ_ONLY:
-        verdict, why = "allow", "read-only tool"
-    if verdict is None:
-        for rule in allow:
-            if matches(rule, name, arguments):
-                verdict, why = "allow", f"allow rule {rule}"
-                break
+    verdict, why = rule_verdict(name, arguments, deny, ask, allow)
+    if verdict == "deny":
+        return verdict, why
     if mode == "plan" and name not in READ_ONLY:
         return "deny", "plan mode: read only until the plan is approved"
     if mode == "bypass":
@@ -227,14 +239,42 @@ class Hooks:
 class CodingGuard(Guard):
     """Hooks, then `decide`; an ask is put to `approve(call, question)` and only a yes runs it.
 
+    In plan mode every write is refused until `end_plan` has a plan approved by
+    `approve_plan(plan)`: its answer names the mode to go on in, or is a yes ("default").
     Example: CodingGuard(mode="default", approve=lambda call, q: input(q))
     """
 
-    def __init__(self, mode="default", approve=None, hooks=None, deny=DENY, ask=ASK, allow=ALLOW):
+    def __init__(
+        self,
+        mode="default",
+        approve=None,
+        hooks=None,
+        deny=DENY,
+        ask=ASK,
+        allow=ALLOW,
+        approve_plan=None,
+    ):
         decide("read_file", {}, mode)  # a bad mode fails now, not at the first call
         self.mode, self.approve, self.hooks = mode, approve, hooks or Hooks()
         self.rules = {"deny": deny, "ask": ask, "allow": allow}
+        self.approve_plan = approve_plan
         self.log = []  # (call, verdict, why), one per call
+
+    def end_plan(self, plan: str) -> str | None:
+        """Plan mode's approval step: ask approve_plan(plan). A mode other than plan switches to
+        it, an explicit yes to "default"; anything else (no, silence, "plan") keeps plan mode.
+        Returns the new mode, or None when the plan was not approved.
+
+        Example: CodingGuard("plan", approve_plan=lambda plan: "acceptEdits").end_plan(plan)
+        """
+        answer = self.approve_plan(plan) if self.approve_plan else None
+        mode = answer.strip() if isinstance(answer, str) else None
+        if mode not in MODES:
+            mode = "default" if approved(answer) else None
+        if mode in (None, "plan"):
+            return None
+        self.mode = mode
+        return mode
 
     def before_tool(self, run, call: ToolCall, tool_) -> Decision | None:
         if tool_ is None or call.problem:
@@ -276,7 +316,7 @@ SYSTEM = (
 
 @dataclass
 class AgentRun:
-    """One task's run: the last loop result, totals over every round, and the patch."""
+    """One task's run: the loop's result, its totals, the patch, and what plan mode decided."""
 
     result: loop.RunResult
     turns: int = 0
@@ -284,32 +324,60 @@ class AgentRun:
     usage: Usage = field(default_factory=Usage)
     sent_back: list = field(default_factory=list)  # the stop hook's messages, one per return
     patch: str = ""
+    plan: str = ""  # the plan approved in plan mode ("" when the run did not plan)
+    mode: str = ""  # the mode the run ended in
+    context: CodingContext | None = None  # the repository map, the files read, compactions
 
 
-def solve(issue, model, ws, guard=None, max_turns=12, max_calls=16, budget=None) -> AgentRun:
+def solve(
+    issue,
+    model,
+    ws,
+    guard=None,
+    max_turns=12,
+    max_calls=16,
+    budget=None,
+    explore=None,
+    context=None,
+) -> AgentRun:
     """Work on an issue in the workspace until the model stops and the stop hook lets it.
 
     The stop hook (guard.hooks.on_stop) may send the agent back with a message (e.g. the failing
-    tests) as long as turns are left: the run goes on from its own history.
+    tests) as long as turns are left. In plan mode the model's answer is its plan: approved
+    (guard.end_plan), the agent is sent back to carry it out in the chosen mode; not approved,
+    the run ends with nothing changed. explore: a model for the Explore sub-agent (offered as
+    the tool "explore"). context: a CodingContext (default: the repository map, no summariser).
     Example: solve(task["problem_statement"], model, ws, CodingGuard("acceptEdits")).patch
     """
     guard = guard or CodingGuard("acceptEdits")
+    tools = coding_tools(ws, patches.Edits())
+    if explore is not None:  # a sub-agent is charged to a budget the main run is metered by
+        budget = budget or Budget(max_turns, max_calls, max_input_tokens=200_000)
+        tools.append(explorer(explore, tools, budget))
+    if budget is not None:
+        max_turns, max_calls = min(max_turns, budget.max_turns), min(max_calls, budget.max_calls)
+    context = context or CodingContext(ws, SYSTEM)
+    out = AgentRun(loop.RunResult())
+
+    def on_stop(run):
+        if guard.mode == "plan":  # the answer is a plan, not a fix
+            mode = guard.end_plan(run.answer)
+            if mode is None:
+                return None
+            out.plan = run.answer
+            back = f"The plan is approved: carry it out now ({mode} mode), then say done."
+        else:
+            back = guard.hooks.on_stop(run) if guard.hooks.on_stop else None
+            if back:
+                out.sent_back.append(back)
+        return back
+
     every = Guards(*([budget] if budget else []), guard)
-    tools, out = coding_tools(ws, patches.Edits()), None
-    text, history = issue, ()
-    while True:
-        left = max_turns - (out.turns if out else 0)
-        result = loop.run(text, model, tools, left, max_calls, SYSTEM, history, every)
-        out = out or AgentRun(result)
-        out.result, out.turns = result, out.turns + result.turns
-        out.tool_calls += result.tool_calls
-        out.usage = out.usage + result.usage
-        back = guard.hooks.on_stop(result) if guard.hooks.on_stop else None
-        if result.status != "completed" or not back or out.turns >= max_turns:
-            break
-        out.sent_back.append(back)
-        text, history = back, result.messages
-    out.patch = ws.diff()
+    result = run_agent(issue, model, tools, every, SYSTEM, max_turns, max_calls, on_stop, context)
+    if budget is not None:
+        budget.settle(result)
+    out.result, out.turns, out.tool_calls = result, result.turns, result.tool_calls
+    out.usage, out.patch, out.mode, out.context = result.usage, ws.diff(), guard.mode, context
     return out
 
 

@@ -13,6 +13,7 @@ are millions of chunks), quantised vectors, GPU batching, and checking the token
 import hashlib
 import io
 import os
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -239,20 +240,78 @@ def cosine_top_k(query, vectors, k: int) -> list:
         )
     # dividing by max(norm, eps) keeps a zero vector zero, so it scores 0, not NaN; dividing the
     # scores by the norms never copies the matrix (F.normalize(matrix) would, at every call)
-    lengths = torch.linalg.vector_norm(queries, dim=1, keepdim=True).clamp_min(1e-12)
-    norms = torch.linalg.vector_norm(matrix, dim=1).clamp_min(1e-12)
-    similarity = (queries @ matrix.T) / (lengths * norms)  # (queries, rows)
-    k = max(0, min(k, matrix.shape[0]))
-    # topk finds the best k without sorting every row; a query with a tie among them or at the
-    # edge (the k+1-th) is sorted in full, stably, so ties still go to the lower row
-    best, where = torch.topk(similarity, min(k + 1, len(matrix)))
-    tied = (best[:, 1:] == best[:, :-1]).any(dim=1).nonzero().flatten().tolist()  # one pass
-    values, order = best.tolist(), where.tolist()
-    for i in tied:
-        stable = torch.sort(similarity[i], descending=True, stable=True)
-        values[i], order[i] = (part[:k].tolist() for part in stable)
-    results = [list(zip(r[:k], s[:k], strict=True)) for r, s in zip(order, values, strict=True)]
-    return results[0] if single else results
+    asked, rows, norms = queries.numpy(), matrix.numpy(), row_norms(matrix)
+    lengths = np.maximum(np.sqrt(np.einsum("ij,ij->i", asked, asked)), 1e-12)
+    k = max(0, min(k, len(rows)))
+    if len(asked) >= BLAS_FROM:  # many queries: one matrix product, on every core
+        return _best_of_each((queries @ matrix.T).numpy() / (lengths[:, None] * norms), k)
+    # a few queries: one core each, as faiss does below 20 (BLAS waits for busy cores)
+    found = [
+        _best(_dot_one_core(rows, q) / (n * norms), k) for q, n in zip(asked, lengths, strict=True)
+    ]
+    return found[0] if single else found
+
+
+def _dot_one_core(rows, one, block: int = 1024):
+    """rows @ one in blocks small enough that BLAS keeps each on one core: a threaded
+    matrix-vector product waits for busy cores, and a learner's machine is rarely idle."""
+    out = np.empty(len(rows), dtype=np.float32)
+    for i in range(0, len(rows), block):
+        np.dot(rows[i : i + block], one, out=out[i : i + block])
+    return out
+
+
+def _best(scores, k: int) -> list:
+    """One query's k highest scores, best first, ties to the lower row: [(row, score), ...].
+
+    argpartition finds the k best without sorting every row; when a row left out ties the k-th
+    score, every row is sorted, stably, so the tie still goes to the lower row."""
+    picked = np.argpartition(-scores, k - 1)[:k] if 0 < k < len(scores) else np.arange(k)
+    picked = picked[np.lexsort((picked, -scores[picked]))]  # by score, then by row
+    if 0 < k < len(scores) and np.count_nonzero(scores >= scores[picked[-1]]) > k:
+        picked = np.argsort(-scores, kind="stable")[:k]
+    return list(zip(picked.tolist(), scores[picked].tolist(), strict=True))
+
+
+def _best_of_each(scores, k: int) -> list:
+    """_best for every row of a (queries, rows) score matrix at once."""
+    if k == 0:
+        return [[] for _ in scores]
+    if k < scores.shape[1]:
+        picked = np.argpartition(-scores, k - 1, axis=1)[:, :k]
+    else:
+        picked = np.broadcast_to(np.arange(k), scores.shape)
+    values = np.take_along_axis(scores, picked, axis=1)
+    order = np.lexsort((picked, -values), axis=1)
+    picked, values = (np.take_along_axis(a, order, axis=1) for a in (picked, values))
+    for i in np.flatnonzero((scores >= values[:, -1:]).sum(axis=1) > k):  # a tie left out
+        picked[i] = np.argsort(-scores[i], kind="stable")[:k]
+        values[i] = scores[i][picked[i]]
+    pairs = zip(picked.tolist(), values.tolist(), strict=True)
+    return [list(zip(r, v, strict=True)) for r, v in pairs]
+
+
+# faiss's distance_compute_blas_threshold: below it a threaded BLAS call costs more than it saves
+BLAS_FROM = 20
+_LAST = {}  # the last matrix searched and its row norms: an index is searched many times
+
+
+def row_norms(matrix):
+    """Each row's length (at least 1e-12), computed once per matrix while it is unchanged.
+
+    Example: row_norms(torch.tensor([[3., 4.], [0., 0.]]))  ->  array([5.e+00, 1.e-12])
+    """
+    try:  # subtle: an in-place edit bumps _version; an inference-mode tensor has none
+        key = (matrix.data_ptr(), matrix._version, tuple(matrix.shape), matrix.stride())
+    except RuntimeError:
+        key = None
+    held = _LAST.get("matrix")
+    if key is not None and held is not None and held() is matrix and _LAST["key"] == key:
+        return _LAST["norms"]
+    norms = np.maximum(np.linalg.norm(matrix.numpy(), axis=1), 1e-12)
+    if key is not None:
+        _LAST.update(matrix=weakref.ref(matrix), key=key, norms=norms)
+    return norms
 
 
 def mmr(query, vectors, k: int, diversity: float = 0.5) -> list[int]:

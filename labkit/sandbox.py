@@ -190,12 +190,12 @@ class Workspace:
                 binds += ["--symlink", os.readlink(link), link]
             elif os.path.isdir(link):
                 binds += ["--ro-bind", link, link]
-        for prefix in {sys.prefix, sys.base_prefix}:
+        binds += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+        for prefix in sorted({sys.prefix, sys.base_prefix}):  # after /tmp: a venv may live there
             binds += ["--ro-bind", prefix, prefix]
         return [
             "bwrap",
             *binds,
-            "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
             "--bind", str(self.path), str(self.path), "--chdir", str(self.path),
             "--unshare-all", "--die-with-parent", "--new-session",
             *argv,

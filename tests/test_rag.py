@@ -250,6 +250,43 @@ def test_cosine_top_k_matches_brute_force():
         assert np.allclose([s for _, s in got], [s for _, s in brute], atol=1e-6)
 
 
+@pytest.mark.parametrize("queries", [1, 3, 25], ids=["one", "few (one core)", "many (BLAS)"])
+def test_cosine_top_k_is_a_stable_full_sort_on_generated_ties(queries):
+    """Rows along the axes, scaled by 0, 1, 2 or 4, have cosines of exactly 1, 0 or -1: ties
+    everywhere. Every k, one query or many, must be the stable full sort (ties to lower rows)."""
+    gen = torch.Generator().manual_seed(queries)
+
+    def along_axes(count):
+        axis = torch.nn.functional.one_hot(torch.randint(0, 3, (count,), generator=gen), 3)
+        scale = torch.tensor([0.0, 1.0, -1.0, 2.0, -4.0])[
+            torch.randint(0, 5, (count,), generator=gen)
+        ]
+        return axis.float() * scale[:, None]
+
+    for trial in range(40):
+        n = int(torch.randint(1, 30, (1,), generator=gen))
+        matrix, asked = along_axes(n), along_axes(queries)
+        for k in (0, 1, n // 2, n, n + 3):
+            got = cosine_top_k(asked[0] if queries == 1 else asked, matrix, k)
+            for query, found in zip(asked, [got] if queries == 1 else got, strict=True):
+                lengths = matrix.norm(dim=1).clamp_min(1e-12) * query.norm().clamp_min(1e-12)
+                sims = ((matrix @ query) / lengths).tolist()
+                rows = sorted(range(n), key=lambda i: (-sims[i], i))[:k]
+                assert found == [(i, sims[i]) for i in rows], (trial, k, matrix.tolist(), query)
+
+
+def test_cosine_top_k_sees_an_edited_index():
+    """The row norms are kept between searches of one matrix; an edit in place must drop them."""
+    matrix = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    assert cosine_top_k(torch.tensor([1.0, 0.0]), matrix, 1)[0][0] == 0
+    matrix[0] = torch.tensor([-5.0, 0.0])
+    matrix[1] = torch.tensor([3.0, 0.0])
+    assert cosine_top_k(torch.tensor([1.0, 0.0]), matrix, 2) == [(1, 1.0), (0, -1.0)]
+    with torch.inference_mode():
+        frozen = torch.tensor([[0.0, 2.0], [2.0, 0.0]])
+    assert cosine_top_k(torch.tensor([1.0, 0.0]), frozen, 1) == [(1, 1.0)]
+
+
 def test_cosine_zero_vectors_score_zero_and_shapes_are_checked():
     matrix = torch.tensor([[0.0, 0.0], [1.0, 0.0], [-1.0, 0.0]])
     assert cosine_top_k(torch.tensor([1.0, 0.0]), matrix, 3) == [(1, 1.0), (0, 0.0), (2, -1.0)]

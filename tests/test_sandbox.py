@@ -303,3 +303,14 @@ def test_limits_are_a_dataclass_a_learner_can_change():
 def test_bad_sandbox_name_says_what_to_use(sandbox):
     with pytest.raises(UserError, match="use 'auto', 'bwrap' or 'rlimits'"):
         Workspace(PANTRY, sandbox)
+
+
+def test_python_is_bound_after_the_fresh_tmp_so_a_venv_under_tmp_still_runs():
+    """A clone in /tmp keeps its .venv there: a --tmpfs /tmp laid over the bind would hide it."""
+    with Workspace(PANTRY, "rlimits") as w:
+        w.bwrap = True  # only builds the argv; nothing runs
+        argv = w._wrapped(["python", "-V"])
+    tmp = argv.index("--tmpfs")
+    for prefix in {sys.prefix, sys.base_prefix}:
+        at = [i for i in range(len(argv) - 2) if argv[i : i + 3] == ["--ro-bind", prefix, prefix]]
+        assert at and at[0] > tmp, f"{prefix} is bound before /tmp is replaced"
