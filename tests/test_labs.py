@@ -377,3 +377,26 @@ def test_recall_cost_times_each_store_at_each_size():
     ticks = iter(range(100))
     cost = recall_cost([50, 120], queries=4, clock=lambda: next(ticks))
     assert cost == {"sizes": [50, 120], "labkit": [0.25, 0.25], "fts5": [0.25, 0.25]}
+
+
+# ---------------------------------------------------------------- 11_coding_agent: escape attempts
+
+
+def test_the_escape_lab_gets_out_off_and_says_what_the_fallback_lets_out():
+    """11's table: with no sandbox every attempt gets out (so the table can show a difference);
+    the rlimits fallback stops the key and the memory, not the files or the network."""
+    from labkit.labs import coding
+
+    assert all(coding.escape_attempts("off").values())
+    fallback = coding.escape_attempts("rlimits")
+    let_out = {"read a file outside", "write a file outside", "reach the network (127.0.0.1)"}
+    assert {name for name, out in fallback.items() if out} == let_out
+
+
+def test_the_escape_lab_contains_everything_in_bwrap():
+    from labkit.labs import coding
+    from labkit.sandbox import bwrap_available
+
+    if not bwrap_available():
+        pytest.skip("bubblewrap (bwrap) is not installed/usable")
+    assert not any(coding.escape_attempts("bwrap").values())

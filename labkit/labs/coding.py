@@ -6,6 +6,14 @@ script first makes the obvious fix, which breaks another test; only a stop hook 
 task's tests sends it back. The refusal task's script refuses in words.
 """
 
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
 from ..coding import CodingGuard, Hooks, solve
 from ..models import ScriptedModel, call, say
 from ..sandbox import Workspace
@@ -115,45 +123,36 @@ def _escaped(name, got, outside) -> bool:
 
 def escape_attempts(sandbox: str) -> dict:
     """{attempt: True if it got out} for code the agent's tests run, with the sandbox "off" (a
-    bare subprocess in a throwaway copy, the caller's environment), "rlimits" or "bwrap"."""
-    import os
-    import shutil
-    import socket
-    import subprocess
-    import sys
-    import tempfile
-    from pathlib import Path
-
+    bare subprocess in a throwaway copy, the caller's environment plus a key), "rlimits" or
+    "bwrap". Example: escape_attempts("rlimits")["read the caller's API key"]  ->  False"""
     base = Path(tempfile.mkdtemp(prefix="labkit-escape-"))
     outside, server = base / "outside", socket.create_server(("127.0.0.1", 0))
     outside.mkdir()
     (outside / "secret.txt").write_text("s3cret")
-    outside.chmod(0o777)
-    test = _attempts_file(outside, server.getsockname()[1])
-    got = {}
+    outside.chmod(0o777)  # like /tmp: anyone may write, so only the sandbox stops a write
+    test, ws = _attempts_file(outside, server.getsockname()[1]), None
     try:
         if sandbox == "off":
             folder = base / "repo"
             shutil.copytree(REPOS / "pantry", folder)
-            (folder / "results").mkdir()
-            (folder / "tests" / "test_escape.py").write_text(test)
-            env = {**os.environ, "OPENAI_API_KEY": FAKE_KEY}
-            subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                            "tests/test_escape.py"], cwd=folder, env=env, capture_output=True,
-                           timeout=120)  # fmt: skip
         else:
             ws = Workspace(REPOS / "pantry", sandbox)
             folder = ws.path
-            (folder / "results").mkdir()
-            (folder / "tests" / "test_escape.py").write_text(test)
+        (folder / "results").mkdir()
+        (folder / "tests" / "test_escape.py").write_text(test)
+        if ws:
             ws.run(f"{TESTS} tests/test_escape.py")
-        for number, name in enumerate(ATTEMPTS):
-            result = folder / "results" / f"{number}.txt"
-            said = result.read_text() if result.exists() else ""
-            got[name] = _escaped(name, said, outside)
-        if sandbox != "off":
-            ws.close()
+        else:
+            env = {**os.environ, "OPENAI_API_KEY": FAKE_KEY}
+            argv = [sys.executable, *TESTS.split()[1:], "tests/test_escape.py"]
+            subprocess.run(argv, cwd=folder, env=env, capture_output=True, timeout=120)
+        results = [folder / "results" / f"{n}.txt" for n in range(len(ATTEMPTS))]
+        said = [r.read_text() if r.exists() else "" for r in results]
+        return {
+            name: _escaped(name, got, outside) for name, got in zip(ATTEMPTS, said, strict=True)
+        }
     finally:
+        if ws:
+            ws.close()
         server.close()
         shutil.rmtree(base, ignore_errors=True)
-    return got
