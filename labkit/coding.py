@@ -47,7 +47,7 @@ def coding_tools(ws, edits: patches.Edits) -> list:
         Args:
             path: a folder relative to the repository root, e.g. "." or "pantry"
         """
-        root = ws.inside(path)
+        root = patches.inside(ws, path)
         found = [p for p in root.rglob("*") if p.is_file()]
         names = [str(p.relative_to(ws.path)) for p in found]
         return sorted(n for n in names if n.split("/")[0] not in SKIP)[:200]
@@ -79,7 +79,7 @@ def coding_tools(ws, edits: patches.Edits) -> list:
         except re.error as exc:
             said = f"bad regular expression ({exc}) — escape ( [ . * with a backslash"
             raise ToolError(said, "bad_pattern") from None
-        root = ws.inside(path or ".")
+        root = patches.inside(ws, path or ".")
         hits = []
         for name in [root] if root.is_file() else sorted(root.rglob("*.py")):
             relative = str(name.relative_to(ws.path))
@@ -128,7 +128,7 @@ def coding_tools(ws, edits: patches.Edits) -> list:
 
 
 def _text(ws, path):
-    where = ws.inside(path)
+    where = patches.inside(ws, path)
     if not where.is_file():
         raise ToolError(f"{path} is not a file — find it with list_files or grep", "no_file")
     return where.read_text()

@@ -39,8 +39,19 @@ class Edits:
         return [e.path for e in last]
 
 
+def inside(ws, path: str):
+    """ws.inside(path) for a path the model gave: outside the workspace is a result it can act on.
+
+    Example: inside(ws, "../x") raises ToolError(kind="outside_workspace")
+    """
+    try:
+        return ws.inside(path)
+    except UserError as exc:
+        raise ToolError(str(exc), "outside_workspace") from None
+
+
 def _write(ws, path, text):
-    where = ws.inside(path)
+    where = inside(ws, path)
     if text is None:
         where.unlink(missing_ok=True)
         return
@@ -117,7 +128,7 @@ def apply_diff(ws, diff: str, edits: Edits | None = None) -> list[str]:
     changes = []
     for old, new, hunks in parse_diff(diff):
         path = new or old
-        where = ws.inside(path)  # raises UserError for a path outside
+        where = inside(ws, path)  # a path outside: ToolError, nothing written
         before = where.read_text() if old and where.exists() else None
         if old and before is None:
             raise ToolError(f"{path} does not exist — check the path with list_files", "no_file")
@@ -137,7 +148,7 @@ def replace(ws, path: str, search: str, replacement: str, edits: Edits | None = 
 
     Example: replace(ws, "pantry/units.py", "amount * 100\\n", "amount * 1000\\n")
     """
-    where = ws.inside(path)
+    where = inside(ws, path)
     if not where.is_file():
         raise ToolError(f"{path} does not exist — check the path with list_files", "no_file")
     text = where.read_text()

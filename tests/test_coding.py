@@ -1,13 +1,17 @@
 """labkit.coding, labkit.patches and labkit.swe without running a test suite: every permission
 mode and rule order, apply_patch on good, stale and malicious patches, undo, SWE-bench's rule."""
 
+import json
+
 import pytest
 
 from labkit import patches
-from labkit.coding import MODES, decide
+from labkit.coding import MODES, coding_tools, decide
 from labkit.errors import ToolError, UserError
+from labkit.models import ToolCall
 from labkit.sandbox import Workspace
 from labkit.swe import REPOS, load_tasks, resolved
+from labkit.tools import ToolRegistry, execute
 
 EDIT = {"patch": None, "path": "pantry/units.py", "search": "a", "replace": "b"}
 PUSH = {"command": "git push origin main"}
@@ -70,9 +74,26 @@ def test_stale_patch_changes_nothing_and_says_what_to_do(ws):
 
 def test_patch_outside_the_workspace_refused(ws):
     evil = "--- /dev/null\n+++ b/../../evil.py\n@@ -0,0 +1 @@\n+x = 1\n"
-    with pytest.raises(UserError, match="outside the workspace"):
+    with pytest.raises(ToolError, match="outside the workspace") as refused:
         patches.apply_diff(ws, evil)
+    assert refused.value.kind == "outside_workspace"
     assert not (ws.path.parent.parent / "evil.py").exists()
+
+
+@pytest.mark.parametrize(
+    "name, arguments",
+    [
+        ("read_file", {"path": "../../etc/passwd", "start": None, "end": None}),
+        ("list_files", {"path": ".."}),
+        ("grep", {"pattern": "x", "path": "/etc"}),
+        ("apply_patch", {**EDIT, "patch": "--- /dev/null\n+++ b/../x.py\n@@ -0,0 +1 @@\n+x = 1\n"}),
+    ],
+)
+def test_a_path_out_is_a_result_the_model_can_act_on_not_a_crash(ws, name, arguments):
+    registry = ToolRegistry(coding_tools(ws, patches.Edits()))
+    result = execute(ToolCall("c1", name, json.dumps(arguments)), registry)
+    assert result["ok"] is False and result["error"] == "outside_workspace", result
+    assert "relative to the repository root" in result["message"]
 
 
 def test_search_replace_must_match_once(ws):
