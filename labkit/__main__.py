@@ -115,7 +115,8 @@ def memory_main(argv=None, clock=time.time, prog="python -m labkit memory"):
                         f"{m.id}  {m.kind}  {m.content!r}  importance {m.importance:g}, "
                         f"expires in {round((m.expires_at - now) / DAY)} days"
                     )
-                print(f"{store.count(args.tenant)} memories for tenant {args.tenant!r}")
+                n = store.count(args.tenant)
+                print(f"{n} {'memory' if n == 1 else 'memories'} for tenant {args.tenant!r}")
             elif args.command == "delete":
                 print(f"deleted {store.delete(args.tenant, args.id).id}")
             else:

@@ -76,7 +76,7 @@ def test_the_command_line_sets_lists_deletes_and_exports(tmp_path):
     code, out, _ = run_cli("list", db=db)
     assert out == (
         "units  preference  'Prefers imperial units'  importance 0.5, expires in 90 days\n"
-        "1 memories for tenant 'me'\n"
+        "1 memory for tenant 'me'\n"
     )
     code, out, _ = run_cli("export", db=db)
     data = json.loads(out)

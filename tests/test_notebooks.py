@@ -391,8 +391,9 @@ def test_saved_outputs_keep_printed_text_whole_and_no_widget_id():
     assert shown.data == {"text/plain": "stepper: 1 event"}
 
 
-def test_a_stepper_in_a_static_export_shows_the_trace_as_text(tmp_path):
-    """Executed the way committed notebooks are, then exported to HTML: the trace is readable."""
+def test_a_stepper_saved_and_reopened_still_shows_every_step(tmp_path):
+    """Executed the way committed notebooks are, saved, reopened and exported to static HTML: the
+    steps are in the file itself (no widget reference whose state a reopened notebook lacks)."""
     from nbconvert import HTMLExporter
 
     path = tmp_path / "stepper.ipynb"
@@ -407,10 +408,26 @@ def test_a_stepper_in_a_static_export_shows_the_trace_as_text(tmp_path):
     )
     nbformat.write(nb, path)
     execute_notebooks.execute(path)
-    (output,) = nbformat.read(path, as_version=4).cells[0].outputs
-    assert output.data["text/plain"].startswith("stepper: 2 events, as text")
-    page, _ = HTMLExporter().from_filename(str(path))
-    assert "1 model says" in page and "Paris is sunny" in page and "VBox" not in page
+    reopened = nbformat.read(path, as_version=4)
+    (output,) = reopened.cells[0].outputs
+    assert set(output.data) == {"text/plain", "text/html"}  # nothing that needs a kernel
+    assert output.data["text/plain"].startswith("stepper: 2 events")
+    assert output.data["text/html"].count("<details>") == 2
+    page, _ = HTMLExporter().from_notebook_node(reopened)
+    assert "event 1 of 2" in page and "Paris is sunny" in page
+    assert "widget-view" not in page and "Error displaying widget" not in page
+
+
+def test_04s_stepper_is_saved_as_html_not_as_a_widget():
+    nb = json.loads((ROOT / "notebooks" / "04_loop.ipynb").read_text())
+    shown = [
+        output["data"]
+        for cell in nb["cells"]
+        if "stepper()" in "".join(cell["source"]) and cell["cell_type"] == "code"
+        for output in cell["outputs"]
+    ]
+    assert shown and all(set(data) == {"text/plain", "text/html"} for data in shown)
+    assert all("<details>" in "".join(data["text/html"]) for data in shown)
 
 
 def test_pytest_runs_a_notebook_from_inside_the_notebooks_folder():
