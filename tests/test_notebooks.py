@@ -431,7 +431,7 @@ def test_04s_stepper_is_saved_as_html_not_as_a_widget():
 
 
 def test_pytest_runs_a_notebook_from_inside_the_notebooks_folder():
-    """JupyterLab's terminal opens in notebooks/; `../.venv/bin/python -m pytest 04_loop.ipynb`."""
+    """A learner who cd's into notebooks/: `../.venv/bin/python -m pytest 04_loop.ipynb`."""
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "04_loop.ipynb"],
         cwd=ROOT / "notebooks",
@@ -581,3 +581,34 @@ def test_05_runs_in_the_order_its_text_describes():
     assert '"warning": "this looks like a prompt injection' in shown
     claimed = next(i for i, s in enumerate(text) if s.startswith("0 overshoot, checked rather"))
     assert "tokens: spent" in output_text(cells[claimed + 1]["outputs"][0])
+
+
+def test_a_bare_pytest_in_notebooks_says_it_runs_only_the_notebooks():
+    def collect(*paths, cwd):
+        return subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "--co", *paths],
+            cwd=cwd, capture_output=True, text=True, timeout=300,
+        ).stdout  # fmt: skip
+
+    note = "note: run from notebooks/, pytest tested only the notebooks"
+    assert note in collect(cwd=ROOT / "notebooks")
+    assert note not in collect("04_loop.ipynb", cwd=ROOT / "notebooks")  # what was asked for
+
+
+@pytest.mark.parametrize("name", ["01_setup.ipynb", "04_loop.ipynb"])
+def test_run_all_in_live_mode_without_a_key_goes_on_to_the_end(name):
+    """LABKIT_MODE=live and no key: every Go live cell says why in one line, nothing is sent, no
+    cell fails, and the cells after Go live (the hands-on task) run."""
+    from nbclient import NotebookClient
+
+    from offline_env import offline_environ
+
+    nb = nbformat.read(ROOT / "notebooks" / name, as_version=4)
+    env = {**offline_environ(), "LABKIT_MODE": "live"}
+    NotebookClient(nb, timeout=300, kernel_name="python3").execute(env=env)  # raises on an error
+    said = [output_text(o) for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    told = [line for text in said for line in text.splitlines() if "live mode cannot start" in line]
+    assert told and all("OPENAI_API_KEY is not set — put OPENAI_API_KEY=" in t for t in told)
+    assert not any("the call failed" in text for text in said)  # nothing was sent to blame
+    last = max(i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.outputs)
+    assert last > [i for i, c in enumerate(nb.cells) if "## Hands-on task" in c.source][0]
