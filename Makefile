@@ -21,6 +21,11 @@ LAB_ARGS ?=
 # Jupyter refuses to start as root (containers, some VMs) unless told; tell it only then.
 ROOT_ARG := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root,)
 NB      ?= notebooks/*.ipynb
+# On Linux PyPI's torch wheel is the CUDA build (~3 GB with its nvidia-* libraries); labkit needs
+# only the CPU one, so torch is installed first from PyTorch's CPU index (the lock pins it).
+HOST_OS ?= $(shell uname -s)
+TORCH_VERSION := $(shell sed -n 's/^torch==//p' requirements-lock.txt)
+TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
 
 # How a Python names itself: its version and the installation it runs from. A venv says the
 # same as the Python that made it.
@@ -54,6 +59,11 @@ $(STAMP): requirements-lock.txt pyproject.toml $(if $(READY),,venv-not-ready)
 	fi
 	@echo "installing requirements-lock.txt into $(VENV) (the first time takes a few minutes)"
 	@$(BIN)/python -m pip install --quiet --disable-pip-version-check pip==$(PIP_VERSION) && \
+	{ [ "$(HOST_OS)" != Linux ] || case "$$($(BIN)/python -m pip show torch 2>/dev/null \
+	  | sed -n 's/^Version: //p')" in ($(TORCH_VERSION)|$(TORCH_VERSION)+*) ;; (*) \
+	  echo "installing torch $(TORCH_VERSION), the CPU build, from $(TORCH_CPU_INDEX)" && \
+	  $(BIN)/python -m pip install --quiet --extra-index-url $(TORCH_CPU_INDEX) \
+	    -c requirements-lock.txt torch==$(TORCH_VERSION) ;; esac; } && \
 	$(BIN)/python -m pip install --quiet -r requirements-lock.txt && \
 	$(BIN)/python -m pip install --quiet --no-deps -e . || { \
 	  echo "The install into $(VENV) did not finish (the error is above). Fix its cause and run"; \
