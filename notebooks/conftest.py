@@ -10,9 +10,40 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+import committed  # noqa: E402
 import offline_env  # noqa: E402
 
 offline_env.apply()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collect_file(file_path, parent):
+    """nbval tests each notebook as git holds it (tests/committed.py): a notebook a learner ran,
+    saved or autosaved is replaced by its committed copy; one git does not know is left out."""
+    collected = yield
+    why = committed.differing().get(file_path.resolve())
+    if why is None or file_path.suffix != ".ipynb":
+        return collected
+    if why == "not in git":
+        return []
+    from nbval.plugin import IPyNbFile
+
+    class CommittedNotebook(IPyNbFile):
+        """nbval's notebook, its cells read from git's copy; its kernel still starts here."""
+
+        def collect(self):
+            working, self.path = self.path, committed.copy(file_path)
+            try:
+                return list(super().collect())
+            finally:
+                self.path = working
+
+    return [
+        CommittedNotebook.from_parent(parent, path=file_path)
+        if isinstance(node, IPyNbFile)
+        else node
+        for node in collected
+    ]
 
 
 def pytest_configure(config):
@@ -23,7 +54,10 @@ def pytest_configure(config):
 
 
 def pytest_terminal_summary(terminalreporter, config):
-    """A bare `pytest` in notebooks/ collects only the notebooks: say so, not silently."""
+    """Which working notebooks were not tested; and a bare `pytest` in notebooks/ collects only
+    the notebooks: say so, not silently."""
+    if committed.summary():
+        terminalreporter.write_line(committed.summary())
     bare = config.args_source == pytest.Config.ArgsSource.INVOCATION_DIR  # no paths given
     if bare and config.invocation_params.dir == ROOT / "notebooks":
         terminalreporter.write_line(
