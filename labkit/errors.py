@@ -9,6 +9,8 @@ into "what happened — what to do"; `call_service` turns an SDK or network fail
 these. No message holds a key: every error scrubs its arguments with labkit.config.redact.
 """
 
+from urllib.parse import urlsplit
+
 from .trace import clip
 
 
@@ -75,17 +77,55 @@ def _server_message(exc):
     return ""
 
 
+def _unreachable(base_url):
+    """What to do when nothing answers at base_url: start the server its preset names."""
+    config = _config()
+    preset = next((p for p in config.PROVIDERS.values() if p.base_url == base_url), None)
+    if preset and preset.name == "local":
+        return (
+            "the local model is not running: start it with `make local-model` in a terminal "
+            "(it serves until you stop it), then run the cell again"
+        )
+    if preset and preset.name != "openai" and urlsplit(base_url).hostname == "127.0.0.1":
+        return f"is {preset.server} running on this machine? Start it, or pick another preset"
+    if preset:
+        return "check your network connection (or a proxy or firewall in the way)"
+    return "is the server running, and is LABKIT_BASE_URL its address?"
+
+
+def _forbidden(exc, where, model, said, key_sent, official):
+    """A 403's one line: a key's permissions only when a key went out and the API said so."""
+    if isinstance(getattr(exc, "body", None), str):  # a web page, not the API's JSON error
+        return (
+            f"403 forbidden: {where} answered with a web page, not the API"
+            + ("" if key_sent else " (no key was sent)")
+            + " — a proxy or firewall may block it, or LABKIT_BASE_URL is not the API's address "
+            "(usually ending in /v1)"
+        )
+    if not key_sent:
+        return (
+            f"403 forbidden: {where} refused a request sent with no key{said} — if it needs "
+            "one, set LABKIT_API_KEY (the key for this server), then restart the kernel"
+        )
+    return (
+        f"403 forbidden: this key may not use model {model!r} or this project{said} — check "
+        "the key's project and model permissions, or pick another OPENAI_MODEL"
+        + ("" if official else " (the server's model name)")
+    )
+
+
 def describe_failure(
     exc: BaseException,
     model: str | None = None,
     base_url: str | None = None,
     timeout: float | None = None,
     key_source: str | None = None,
+    key_sent: bool = True,
 ) -> tuple[type, str]:
     """Map an SDK/network/parse exception to (labkit error class, one-line message).
 
     model, base_url and timeout default to labkit's defaults; key_source says where the key was
-    set ("the shell", ".env line 7"): a 401's fix points there.
+    set ("the shell", ".env line 7"): a 401's fix points there; key_sent=False: no key went out.
     Example: describe_failure(openai.APITimeoutError(request))  ->  (ServiceError, "timeout: ...")
     """
     import openai  # imported here: offline lessons never need it
@@ -105,10 +145,9 @@ def describe_failure(
             "if it keeps happening check your network or raise LABKIT_TIMEOUT"
         )
     if isinstance(exc, openai.APIConnectionError):
-        return ServiceError, (
-            f"connection failed: could not reach {where} (connection refused or "
-            "no network) — check your connection; for a local server, is it running "
-            "and is LABKIT_BASE_URL right?"
+        return (
+            ServiceError,
+            f"connection failed: could not reach {where} — {_unreachable(base_url)}",
         )
     if isinstance(exc, openai.AuthenticationError):
         name = "OPENAI_API_KEY" if official else "LABKIT_API_KEY"
@@ -121,11 +160,7 @@ def describe_failure(
             f"401 unauthorized: {where} rejected the API key{said} — {fix}, then restart the kernel"
         )
     if isinstance(exc, openai.PermissionDeniedError):
-        return UserError, (
-            f"403 forbidden: this key may not use model {model!r} or this project"
-            f"{said} — check the key's project and model permissions, or pick another "
-            "OPENAI_MODEL"
-        )
+        return UserError, _forbidden(exc, where, model, said, key_sent, official)
     if isinstance(exc, openai.NotFoundError):
         hint = (
             "check the spelling of OPENAI_MODEL, or pick a model your key can use"
@@ -169,6 +204,7 @@ def call_service(
     timeout: float | None = None,
     key_source: str | None = None,
     secrets=(),
+    key_sent: bool = True,
 ):
     """Return send(); an SDK or network failure becomes one labkit error that keeps nothing of it.
 
@@ -177,7 +213,7 @@ def call_service(
     try:
         return send()
     except Exception as exc:
-        cls, message = describe_failure(exc, model, base_url, timeout, key_source)
+        cls, message = describe_failure(exc, model, base_url, timeout, key_source, key_sent)
         error = cls(_config().redact(message, secrets))
         if isinstance(error, ServiceError):
             error.status = getattr(exc, "status_code", None)

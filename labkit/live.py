@@ -235,6 +235,7 @@ class _LiveModel:
         max_output_tokens=None,
     ):
         self._client = openai_client(api_key, base_url, timeout, max_retries, key_name, key_source)
+        self._key_sent = bool(api_key)  # False: a local server that takes no key got none
         # the URL as shown (a password in it masked); the client keeps the real one, and the key
         self.model, self.base_url = model, shown_url(base_url)
         self.timeout = self._client.timeout
@@ -258,6 +259,7 @@ class _LiveModel:
             self.timeout,
             self.key_source,
             (self._client.api_key,),
+            self._key_sent,
         )
         if isinstance(raw, str):  # the SDK hands back text when the body was not JSON
             raise ServiceError(
@@ -412,7 +414,9 @@ def connect(
     offline: the script; live: a real model (OPENAI_API_KEY, or a LABKIT_PROVIDER preset's key);
     record: live, every reply also written to the cassette; replay: the cassette answers, offline
     (a connect without a cassette stays scripted). max_output_tokens caps each live reply (default:
-    the preset's cap, if it has one).
+    the preset's cap, if it has one). When live mode cannot start (no key, a bad setting) in a Go
+    live cell (a script or a cassette given), it prints why in one line and returns the scripted
+    model, so Run All goes on; a bare connect() raises.
     """
     s = load_settings(mode)
     preset = PROVIDERS.get(s.provider)
@@ -422,16 +426,22 @@ def connect(
     if s.mode == "replay":
         return cassettes.Replayer(path)
     cls = ResponsesModel if s.api == "responses" else ChatModel
-    model = cls(
-        s.model,
-        api_key=s.api_key,
-        base_url=s.base_url,
-        timeout=s.timeout,
-        max_retries=s.max_retries,
-        key_name=s.key_name,
-        key_source=s.key_source,
-        max_output_tokens=max_output_tokens or (preset.max_output_tokens if preset else None),
-    )
+    try:
+        model = cls(
+            s.model,
+            api_key=s.api_key,
+            base_url=s.base_url,
+            timeout=s.timeout,
+            max_retries=s.max_retries,
+            key_name=s.key_name,
+            key_source=s.key_source,
+            max_output_tokens=max_output_tokens or (preset.max_output_tokens if preset else None),
+        )
+    except UserError as error:
+        if not (script or cassette):  # not a notebook's Go live cell: the caller must see it
+            raise
+        print(f"live mode cannot start: {error}; this cell runs its scripted model instead.")
+        return ScriptedModel(script)
     if s.mode == "live" or path is None:
         return model
     server = preset.server if preset else "OpenAI API" if s.official else shown_url(s.base_url)

@@ -122,6 +122,9 @@ def probe(environ: dict | None = None, show=print) -> dict:
     Example: labkit.probe()   # with LABKIT_PROVIDER=local and `make local-model` running
     """
     s = load_settings(environ=environ)
+    if s.key_problem():  # every request would be refused: send none
+        show(f"probe cannot start: {s.key_problem()}")
+        return {}
     options = dict(
         api_key=s.api_key,
         base_url=s.base_url,

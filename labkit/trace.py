@@ -2,9 +2,10 @@
 
 Written with the foundation (01_setup); taught and used from 04_loop on. A trace renders two
 ways: plain deterministic text lines (what nbval compares: no clock times unless asked) and, for
-people, an HTML table or an ipywidgets stepper that falls back to the text lines where no kernel
-runs. The clock is passed in, so tests can use a fake one. `to_otel` turns a trace into
-OpenTelemetry spans (GenAI semantic conventions) for the tools production uses to look at runs.
+people, an HTML table or a stepper (each event folded in a `<details>` element: no widget, so
+it survives a saved notebook). The clock is passed in, so tests can use a fake one. `to_otel`
+turns a trace into OpenTelemetry spans (GenAI semantic conventions) for the tools production uses
+to look at runs.
 Deliberately left out: live span export while a run goes (production instruments the SDK calls),
 metrics, persistence (see 07_runtime).
 """
@@ -30,10 +31,26 @@ class Event:
         return f"{self.turn:>2} {self.kind:<5} {self.summary}{tokens}{clock}"
 
 
-def clip(text, limit: int = 80) -> str:
-    """One line of at most `limit` characters. Example: clip("a\\nb")  ->  "a b" """
+def clip(text, limit: int = 80, *, words: bool = False, last: bool = False) -> str:
+    """One line of at most `limit` characters, "..." marking what was cut.
+
+    words=True cuts between words (a word longer than the limit is still cut); last=True keeps
+    the end instead of the start (an error message's last line names the exception).
+    Example: clip("a\\nb")  ->  "a b";  clip("one two three", 11, words=True)  ->  "one two..."
+    """
     text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    if len(text) <= limit:
+        return text
+    room = max(0, limit - 3)
+    if last:
+        kept = text[len(text) - room :]
+        if words and " " in kept and not text[len(text) - room - 1].isspace():
+            kept = kept.split(" ", 1)[1]  # drop the partial first word
+        return "..." + kept
+    kept = text[:room]
+    if words and " " in kept:
+        kept = (kept if text[room].isspace() else kept.rsplit(" ", 1)[0]).rstrip()
+    return kept + "..."
 
 
 def describe_call(call) -> str:
@@ -132,54 +149,36 @@ class Trace:
         )
 
     def stepper(self) -> "Stepper":
-        """A widget stepping through the events with their details; text where no widget can run.
+        """Every event folded in a `<details>` element that opens to its details; text elsewhere.
 
-        Example: trace.stepper()   # in JupyterLab: a slider, "event 1 of 8", the event's details
+        Plain HTML, no widget: it needs no running kernel, so it survives saving and reopening.
+        Example: trace.stepper()   # in JupyterLab: "event 1 of 8: ...", click to open each
         """
-        import ipywidgets as widgets
-
         total = len(self.events)
-        slider = widgets.IntSlider(min=1, max=max(1, total), readout=False)
-        label, view = widgets.Label(), widgets.HTML()
-
-        def show(change=None):
-            if not self.events:
-                label.value, view.value = "no events", ""
-                return
-            e = self.events[slider.value - 1]
-            label.value = f"event {slider.value} of {total}"
-            detail = html.escape(json.dumps(e.detail, indent=2, ensure_ascii=False, default=str))
-            view.value = f"<b>{html.escape(e.line(timing=True))}</b><pre>{detail}</pre>"
-
-        slider.observe(show, names="value")
-        show()
         events = f"{total} event" + ("" if total == 1 else "s")
-        text = f"stepper: {events}, as text (run the cell in JupyterLab to step through them)\n" + (
+        text = f"stepper: {events}; in JupyterLab each one opens to its details\n" + (
             self.text() or "(no events)"
         )
-        layout = widgets.VBox([widgets.HBox([slider, label]), view])
-        return Stepper(text, slider, label, view, layout)
+        steps = []
+        for n, e in enumerate(self.events, 1):
+            detail = json.dumps(e.detail, indent=2, ensure_ascii=False, default=str)
+            steps.append(
+                f"<details><summary>event {n} of {total}: <code>{html.escape(e.line())}</code>"
+                f"</summary><pre>{html.escape(detail)}</pre></details>"
+            )
+        return Stepper(text, f"<div>{''.join(steps) or 'no events'}</div>")
 
 
 @dataclass
 class Stepper:
-    """The stepper widget and its plain-text twin, shown wherever the widget cannot run.
-
-    A notebook opened without a running kernel, or exported to static HTML, has no widget to show;
-    it shows `text` (the trace lines) instead of ipywidgets' own "VBox(children=...)".
-    """
+    """A trace's events as folded HTML steps, with the trace lines for wherever HTML is not shown
+    (a terminal, nbval's text comparison). Nothing in it depends on a kernel or a widget."""
 
     text: str
-    slider: object  # ipywidgets.IntSlider, 1..number of events
-    label: object  # ipywidgets.Label: "event 3 of 8"
-    view: object  # ipywidgets.HTML: the event's line and its details
-    widget: object  # the VBox that holds them
+    html: str
 
-    def _repr_mimebundle_(self, include=None, exclude=None):
-        closed = self.widget.comm is None  # a closed widget has no view left to show
-        bundle = {} if closed else dict(self.widget._repr_mimebundle_())
-        bundle["text/plain"] = self.text
-        return bundle
+    def _repr_html_(self):
+        return self.html
 
     def __repr__(self):
         return self.text

@@ -9,10 +9,11 @@ function_call_output whose call_id it never saw in the input, and (under store=f
 reasoning item that lacks encrypted_content.
 
 A test can instead queue faults: server.fail_next("401"), "403", "404", "429", "quota", "500",
-"html", "truncated", "slow", "incomplete", "reasoning", "no_usage", and tool calls shaped as some
-servers send them: "arguments_object", "arguments_list", "arguments_missing" (arguments that are
-not JSON text), "name_number", "name_list", "name_missing". Every request is recorded
-(path, headers, body) in server.requests, so tests can check what was sent, and to whom.
+"html", "403_page" (a 403 with a web page, as a proxy sends), "truncated", "slow", "incomplete",
+"reasoning", "no_usage", and tool calls shaped as some servers send them: "arguments_object",
+"arguments_list", "arguments_missing" (arguments that are not JSON text), "name_number",
+"name_list", "name_missing". Every request is recorded (path, headers, body) in
+server.requests, so tests can check what was sent, and to whom.
 
 A request with "stream": true is answered with server-sent events (chunked), derived from the
 reply it would have sent whole; the fault "cut" drops the connection half-way through them.
@@ -135,6 +136,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _send(self, status, payload, fault):
         if fault == "slow":
             time.sleep(self.server.owner.slow_seconds)
+        if fault == "403_page":  # a proxy or firewall in front of the server says no
+            status, fault = 403, "html"
         if fault == "html":
             data, ctype = (
                 b"<!DOCTYPE html><html><body><h1>Welcome to nginx!</h1></body></html>",

@@ -2,6 +2,7 @@
 problem."""
 
 import json
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -76,7 +77,7 @@ def test_the_command_line_sets_lists_deletes_and_exports(tmp_path):
     code, out, _ = run_cli("list", db=db)
     assert out == (
         "units  preference  'Prefers imperial units'  importance 0.5, expires in 90 days\n"
-        "1 memories for tenant 'me'\n"
+        "1 memory for tenant 'me'\n"
     )
     code, out, _ = run_cli("export", db=db)
     data = json.loads(out)
@@ -234,3 +235,32 @@ def test_the_local_server_is_stopped_even_when_it_ignores_sigterm():
         assert server.poll() is None and cli._answers(port)
     assert server.poll() is not None  # killed after the grace period, not left running
     assert not cli._answers(port)
+
+
+CHATTY_SERVER = """
+import http.server, sys, threading
+for n in range(2100):  # what llama.cpp prints while it loads a model
+    print(f"llama_model_loader: - kv {n}", file=sys.stderr if n % 2 else sys.stdout)
+class Models(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers(); self.wfile.write(b'{"data": []}')
+    def log_message(self, *args):
+        pass
+server = http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Models)
+threading.Timer(1.5, server.shutdown).start()  # then it exits, as if Ctrl+C had stopped it
+server.serve_forever()
+"""
+
+
+def test_make_local_model_prints_where_it_serves_and_keeps_the_logs_in_a_file(tmp_path, capsys):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = tmp_path / "local-model.log"
+    command = [sys.executable, "-c", CHATTY_SERVER, str(port)]
+    assert cli.local_model_main(["--port", str(port)], command=command, log=log) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert len(printed) == 2 and printed[0].startswith("starting SmolLM2-135M-Instruct")
+    assert printed[1].startswith(f"serving on http://127.0.0.1:{port}/v1 (Ctrl+C stops it).")
+    assert "LABKIT_PROVIDER=local" in printed[1]
+    assert log.read_text().count("llama_model_loader") == 2100

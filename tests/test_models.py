@@ -224,6 +224,26 @@ def test_connect_switch(monkeypatch):
     assert isinstance(connect(mode="offline"), ScriptedModel)
 
 
+@pytest.mark.parametrize("mode", ["live", "record"])
+def test_live_mode_without_a_key_says_why_and_goes_on_with_the_script(monkeypatch, capsys, mode):
+    """A notebook's Go live cell (connect with a script) in live mode with no key: one line, then
+    the scripted model answers, so Run All reaches the rest of the notebook."""
+    monkeypatch.setenv("LABKIT_MODE", mode)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    model = connect(script=[say("pong")], cassette="01_setup")
+    assert isinstance(model, ScriptedModel) and model.respond([user("ping")]).text == "pong"
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line.startswith("live mode cannot start: OPENAI_API_KEY is not set — put OPENAI_API_KEY")
+    assert line.endswith("this cell runs its scripted model instead.")
+
+
+def test_live_mode_with_a_bad_key_and_no_script_still_raises(monkeypatch):
+    monkeypatch.setenv("LABKIT_MODE", "live")
+    monkeypatch.setenv("OPENAI_API_KEY", f'"{KEY}"')
+    with pytest.raises(UserError, match="quotes"):
+        connect()
+
+
 def test_read_output_skips_unknown_items_and_reads_refusals():
     items = [
         {"type": "web_search_call", "id": "ws_1"},

@@ -26,6 +26,8 @@ import pytest
 from markdown_it import MarkdownIt
 from nbformat.warnings import MissingIDFieldWarning
 
+import committed
+
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location(
     "execute_notebooks", ROOT / ".ci" / "execute_notebooks.py"
@@ -41,7 +43,7 @@ HTML_TAGS = set(
     img kbd li ol p pre q s samp small span strong sub summary sup table tbody td th thead tr u ul
     var""".split()
 )
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+NOTEBOOKS = committed.tested(sorted((ROOT / "notebooks").glob("*.ipynb")))
 HEADINGS = [
     "Goals",
     "Prerequisites",
@@ -235,13 +237,14 @@ def test_there_are_notebooks():
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_hygiene(path):
-    assert path.stat().st_size < 400_000, "too large to review; trim outputs"
-    assert problems(json.loads(path.read_text())) == []
+    text = committed.text(path)  # what git holds, not a learner's autosave
+    assert len(text.encode()) < 400_000, "too large to review; trim outputs"
+    assert problems(json.loads(text)) == []
 
 
 def test_hygiene_check_catches_what_it_claims():
     """The check above can fail: a notebook with each problem planted is rejected for each."""
-    nb = json.loads((ROOT / "notebooks" / "01_setup.ipynb").read_text())
+    nb = json.loads(committed.text(ROOT / "notebooks" / "01_setup.ipynb"))
     code = [c for c in nb["cells"] if c["cell_type"] == "code" and "".join(c["source"]).strip()]
     code[1]["execution_count"] = 7
     code[2]["outputs"] = [
@@ -283,7 +286,7 @@ def test_hygiene_check_catches_what_it_claims():
 )
 def test_printed_source_check_flags_a_line_that_would_wrap(width, expected):
     """01_setup's `Reply` printout given one line `width` characters wide."""
-    nb = json.loads((ROOT / "notebooks" / "01_setup.ipynb").read_text())
+    nb = json.loads(committed.text(ROOT / "notebooks" / "01_setup.ipynb"))
     printout = next(c for c in nb["cells"] if "getsource(" in "".join(c["source"]))
     line = "    return " + "x" * (width - len("    return "))
     printout["outputs"] = [nbformat.v4.new_output("stream", name="stdout", text=line + "\n")]
@@ -293,7 +296,7 @@ def test_printed_source_check_flags_a_line_that_would_wrap(width, expected):
 
 def planted(section, markdown):
     """01_setup with one Markdown cell added right after the cell that opens `## {section}`."""
-    nb = json.loads((ROOT / "notebooks" / "01_setup.ipynb").read_text())
+    nb = json.loads(committed.text(ROOT / "notebooks" / "01_setup.ipynb"))
     at = next(
         i
         for i, cell in enumerate(nb["cells"])
@@ -391,8 +394,9 @@ def test_saved_outputs_keep_printed_text_whole_and_no_widget_id():
     assert shown.data == {"text/plain": "stepper: 1 event"}
 
 
-def test_a_stepper_in_a_static_export_shows_the_trace_as_text(tmp_path):
-    """Executed the way committed notebooks are, then exported to HTML: the trace is readable."""
+def test_a_stepper_saved_and_reopened_still_shows_every_step(tmp_path):
+    """Executed the way committed notebooks are, saved, reopened and exported to static HTML: the
+    steps are in the file itself (no widget reference whose state a reopened notebook lacks)."""
     from nbconvert import HTMLExporter
 
     path = tmp_path / "stepper.ipynb"
@@ -407,14 +411,30 @@ def test_a_stepper_in_a_static_export_shows_the_trace_as_text(tmp_path):
     )
     nbformat.write(nb, path)
     execute_notebooks.execute(path)
-    (output,) = nbformat.read(path, as_version=4).cells[0].outputs
-    assert output.data["text/plain"].startswith("stepper: 2 events, as text")
-    page, _ = HTMLExporter().from_filename(str(path))
-    assert "1 model says" in page and "Paris is sunny" in page and "VBox" not in page
+    reopened = nbformat.read(path, as_version=4)
+    (output,) = reopened.cells[0].outputs
+    assert set(output.data) == {"text/plain", "text/html"}  # nothing that needs a kernel
+    assert output.data["text/plain"].startswith("stepper: 2 events")
+    assert output.data["text/html"].count("<details>") == 2
+    page, _ = HTMLExporter().from_notebook_node(reopened)
+    assert "event 1 of 2" in page and "Paris is sunny" in page
+    assert "widget-view" not in page and "Error displaying widget" not in page
+
+
+def test_04s_stepper_is_saved_as_html_not_as_a_widget():
+    nb = json.loads(committed.text(ROOT / "notebooks" / "04_loop.ipynb"))
+    shown = [
+        output["data"]
+        for cell in nb["cells"]
+        if "stepper()" in "".join(cell["source"]) and cell["cell_type"] == "code"
+        for output in cell["outputs"]
+    ]
+    assert shown and all(set(data) == {"text/plain", "text/html"} for data in shown)
+    assert all("<details>" in "".join(data["text/html"]) for data in shown)
 
 
 def test_pytest_runs_a_notebook_from_inside_the_notebooks_folder():
-    """JupyterLab's terminal opens in notebooks/; `../.venv/bin/python -m pytest 04_loop.ipynb`."""
+    """A learner who cd's into notebooks/: `../.venv/bin/python -m pytest 04_loop.ipynb`."""
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "04_loop.ipynb"],
         cwd=ROOT / "notebooks",
@@ -474,7 +494,7 @@ def run_live(
     from fake_server import FakeServer
     from offline_env import offline_environ
 
-    nb = nbformat.read(path, as_version=4)
+    nb = nbformat.reads(committed.text(path), as_version=4)
     log = Path(tempfile.mkdtemp()) / "figures.jsonl"
     nb.cells.insert(0, figure_check_cell(log))
     with FakeServer() as server:
@@ -551,7 +571,7 @@ def test_setup_notebook_runs_live_over_chat_completions():
 def test_05_runs_in_the_order_its_text_describes():
     """A Markdown cell ending in ':' is followed by the cell it introduces; the cell promising the
     detector's warning shows it; no cell starts or ends with a blank line."""
-    cells = json.loads((ROOT / "notebooks" / "05_guardrails.ipynb").read_text())["cells"]
+    cells = json.loads(committed.text(ROOT / "notebooks" / "05_guardrails.ipynb"))["cells"]
     text = ["".join(c["source"]) for c in cells]
     for i, source in enumerate(text[:-1]):
         if cells[i]["cell_type"] == "markdown" and source.rstrip().endswith(":"):
@@ -564,3 +584,78 @@ def test_05_runs_in_the_order_its_text_describes():
     assert '"warning": "this looks like a prompt injection' in shown
     claimed = next(i for i, s in enumerate(text) if s.startswith("0 overshoot, checked rather"))
     assert "tokens: spent" in output_text(cells[claimed + 1]["outputs"][0])
+
+
+def test_a_bare_pytest_in_notebooks_says_it_runs_only_the_notebooks():
+    def collect(*paths, cwd):
+        return subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "--co", *paths],
+            cwd=cwd, capture_output=True, text=True, timeout=300,
+        ).stdout  # fmt: skip
+
+    note = "note: run from notebooks/, pytest tested only the notebooks"
+    assert note in collect(cwd=ROOT / "notebooks")
+    assert note not in collect("04_loop.ipynb", cwd=ROOT / "notebooks")  # what was asked for
+
+
+@pytest.mark.parametrize("name", ["01_setup.ipynb", "04_loop.ipynb"])
+def test_run_all_in_live_mode_without_a_key_goes_on_to_the_end(name):
+    """LABKIT_MODE=live and no key: every Go live cell says why in one line, nothing is sent, no
+    cell fails, and the cells after Go live (the hands-on task) run."""
+    from nbclient import NotebookClient
+
+    from offline_env import offline_environ
+
+    nb = nbformat.reads(committed.text(ROOT / "notebooks" / name), as_version=4)
+    env = {**offline_environ(), "LABKIT_MODE": "live"}
+    NotebookClient(nb, timeout=300, kernel_name="python3").execute(env=env)  # raises on an error
+    said = [output_text(o) for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    told = [line for text in said for line in text.splitlines() if "live mode cannot start" in line]
+    assert told and all("OPENAI_API_KEY is not set — put OPENAI_API_KEY=" in t for t in told)
+    assert not any("the call failed" in text for text in said)  # nothing was sent to blame
+    last = max(i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.outputs)
+    assert last > [i for i, c in enumerate(nb.cells) if "## Hands-on task" in c.source][0]
+
+
+def test_make_test_checks_what_git_holds_and_names_the_notebooks_a_learner_changed(tmp_path):
+    """A clean checkout is tested strictly as it is; a half-run autosave and a new notebook are
+    named in one line and the committed versions tested; a tarball (no git) tests its files."""
+    import shutil
+
+    for name in ("tests/committed.py", "tests/offline_env.py", "tests/sanitize.cfg",
+                 "notebooks/conftest.py", "pyproject.toml"):  # fmt: skip
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        shutil.copy(ROOT / name, tmp_path / name)
+    cell = nbformat.v4.new_code_cell("print('hi')", execution_count=1)
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="hi\n")]
+    nb = nbformat.v4.new_notebook(cells=[cell])
+    nbformat.write(nb, tmp_path / "notebooks" / "one.ipynb")
+
+    def git(*args):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                       cwd=tmp_path, check=True, capture_output=True)  # fmt: skip
+
+    def pytest_run():
+        run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n0", "notebooks"],
+                             cwd=tmp_path, capture_output=True, text=True, timeout=300)  # fmt: skip
+        said = [line for line in run.stdout.splitlines() if line.startswith("notebooks: ")]
+        return run.returncode, said
+
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-qm", "one notebook")
+    assert pytest_run() == (0, [])  # nothing differs: tested as it is, nothing said
+    cell.outputs = [nbformat.v4.new_output("error", ename="KeyboardInterrupt", evalue="")]
+    nbformat.write(nb, tmp_path / "notebooks" / "one.ipynb")  # a half-run, autosaved
+    nbformat.write(nb, tmp_path / "notebooks" / "two.ipynb")  # a learner's own
+    code, said = pytest_run()
+    assert code == 0 and len(said) == 1
+    assert (
+        "your working copies differ and were not tested: one.ipynb, two.ipynb (not in git)"
+        in (said[0])
+    )
+    git("add", "notebooks/one.ipynb")  # staged: this version is now what git holds, and fails
+    assert pytest_run()[0] != 0
+    git("reset", "-q")
+    shutil.rmtree(tmp_path / ".git")  # a tarball: the working files are all there is
+    assert pytest_run() == (1, [])

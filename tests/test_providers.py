@@ -3,10 +3,22 @@ fake servers on 127.0.0.1: each key reaches only its own preset's endpoint."""
 
 import dataclasses
 import json
+import socket
 
 import pytest
 
-from labkit import UserError, config, connect, doctor, load_settings, probe, redact, user
+from labkit import (
+    ServiceError,
+    UserError,
+    config,
+    connect,
+    doctor,
+    explain,
+    load_settings,
+    probe,
+    redact,
+    user,
+)
 from labkit.probe import recommend
 
 from fake_server import FakeServer
@@ -121,6 +133,68 @@ def test_a_local_preset_without_a_key_sends_no_key_at_all(at_the_fake_server, mo
     connect().respond([user("ping")])
     sent = json.dumps(at_the_fake_server.requests[0])
     assert not [k for k in KEYS.values() if k in sent]
+
+
+def free_port():
+    with socket.socket() as probe_socket:  # a port that nothing listens on
+        probe_socket.bind(("127.0.0.1", 0))
+        return probe_socket.getsockname()[1]
+
+
+@pytest.mark.parametrize(
+    "settings, fix, not_said",
+    [
+        ({"LABKIT_PROVIDER": "local"}, "start it with `make local-model`", "LABKIT_BASE_URL"),
+        ({"LABKIT_PROVIDER": "ollama", "OPENAI_MODEL": "m"}, "is Ollama running", "BASE_URL"),
+        ({"LABKIT_BASE_URL": "{url}", "LABKIT_API": "chat"}, "LABKIT_BASE_URL", "make"),
+    ],
+    ids=["local model not started", "ollama not started", "a server of your own"],
+)
+def test_nothing_serving_names_what_to_start(monkeypatch, settings, fix, not_said):
+    ports = {}
+    for name in ("local", "ollama"):  # as if nothing served on the presets' own ports
+        ports[name] = url = f"http://127.0.0.1:{free_port()}/v1"
+        preset = config.PROVIDERS[name]
+        monkeypatch.setitem(config.PROVIDERS, name, dataclasses.replace(preset, base_url=url))
+    url = ports.get(settings.get("LABKIT_PROVIDER"), f"http://127.0.0.1:{free_port()}/v1")
+    for name, value in {"LABKIT_MODE": "live", **settings}.items():
+        monkeypatch.setenv(name, value.format(url=url))
+    with pytest.raises(ServiceError) as caught:
+        connect().respond([user("ping")])
+    line = explain(caught.value)
+    assert line.startswith(f"connection failed: could not reach {url} — ") and fix in line
+    assert not_said not in line
+
+
+@pytest.mark.parametrize(
+    "fault, said, key",
+    [
+        ("403_page", "answered with a web page, not the API (no key was sent)", None),
+        ("403", "refused a request sent with no key", None),
+        ("403_page", "answered with a web page, not the API — a proxy", KEYS["LABKIT_API_KEY"]),
+        ("403", "this key may not use model 'm'", KEYS["LABKIT_API_KEY"]),
+    ],
+    ids=["a page, no key", "JSON, no key", "a page, a key", "JSON, a key"],
+)
+def test_a_403_blames_a_key_only_when_one_was_sent(
+    at_the_fake_server, monkeypatch, fault, said, key
+):
+    monkeypatch.setenv("LABKIT_PROVIDER", "local")
+    if key is None:
+        monkeypatch.delenv("LABKIT_API_KEY")
+    at_the_fake_server.fail_next(fault)
+    with pytest.raises(UserError) as caught:
+        connect().respond([user("ping")])
+    assert said in explain(caught.value)
+    assert ("key may not" in explain(caught.value)) == (fault == "403" and key is not None)
+
+
+def test_the_probe_without_a_key_says_so_and_sends_nothing(capsys):
+    assert probe(environ(LABKIT_MODE="live")) == {}
+    assert capsys.readouterr().out == (
+        "probe cannot start: OPENAI_API_KEY is not set — put OPENAI_API_KEY=sk-... in .env "
+        "(copy .env.example), then restart the kernel\n"
+    )
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,8 @@ import re
 import tomllib
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
@@ -41,3 +43,28 @@ def test_the_python_it_asks_for_is_the_one_pyproject_accepts():
     stated = re.search(r"You need Python (\d+\.\d+) or newer", README).group(1)
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert pyproject["project"]["requires-python"] == f">={stated}"  # test_setup ties make to it
+
+
+NUMBERS = "one two three four five six seven eight nine ten eleven twelve".split()
+
+
+def stated_counts(text, noun):
+    """Every "<number> <noun>" the text states, as ints: "eight notebooks" -> [8]."""
+    words = re.findall(rf"(?i)\b(\d+|{'|'.join(NUMBERS)}) {noun}\b", text)
+    return [int(w) if w.isdigit() else NUMBERS.index(w.lower()) + 1 for w in words]
+
+
+@pytest.mark.parametrize("noun", ["notebooks", "stages"])
+def test_every_count_of_notebooks_or_stages_it_states_is_true(noun):
+    notebooks = len(list((ROOT / "notebooks").glob("*.ipynb")))
+    assert set(stated_counts(README, noun)) <= {notebooks}
+    assert stated_counts("eight notebooks, then 2 stages", "notebooks") == [8]  # the check reads
+
+
+def test_jupyterlabs_terminal_opens_where_it_says():
+    """JupyterLab asks for a terminal in the file browser's folder, relative ("" at the top);
+    jupyter_server_terminals resolves a relative folder against the server's own working
+    directory first, and `make lab` starts the server in the repository root."""
+    assert "terminal opens at the repository root (the folder `make lab` ran in)" in README
+    recipe = (ROOT / "Makefile").read_text().split("\nlab:", 1)[1].splitlines()[1]
+    assert recipe.strip().startswith("$(BIN)/jupyter lab --notebook-dir=notebooks")  # no cd first

@@ -2,7 +2,8 @@
 
 The Makefile runs with stand-in Pythons in a temporary copy, so nothing big is installed. A
 stand-in answers `-c` with the real Python told to report another version, and fakes `-m venv`
-(a folder whose bin/python is the stand-in), `-m pip` and `-m pytest` (logged, not run).
+(a folder whose bin/python is the stand-in), `-m pip` and `-m pytest` (logged, not run; `pip show`
+prints the torch version in $TORCH_SHOWN, as if that torch were installed).
 """
 
 import importlib.metadata
@@ -37,7 +38,8 @@ $2" ;;
   -m) echo "$0 $*" >> "{log}"
       case "$2" in
         venv) mkdir -p "$3/bin" && cp "$0" "$3/bin/python" ;;
-        pip) [ -z "$PIP_FAILS" ] ;;
+        pip) [ -z "$PIP_FAILS" ] && {{ [ "$3" != show ] || [ -z "$TORCH_SHOWN" ] ||
+               echo "Version: $TORCH_SHOWN"; }} ;;
       esac ;;
 esac
 """
@@ -145,3 +147,35 @@ def test_a_venv_whose_python_no_longer_runs_is_rebuilt(repo):
     assert code == 0, out
     assert ".venv was made by Python that no longer runs: rebuilding it" in out
     assert venv_version(repo) == "Python 3.12.1" and ran[-1] == PYTEST
+
+
+TORCH = next(pin for pin in PINS if pin.name == "torch")
+PINNED = next(iter(TORCH.specifier)).version  # "2.13.0"
+TORCH_FIRST = (
+    ".venv/bin/python -m pip install --quiet --extra-index-url https://download.pytorch.org/whl/cpu"
+    f" -c requirements-lock.txt {TORCH}"
+)
+LOCK = ".venv/bin/python -m pip install --quiet -r requirements-lock.txt"
+
+
+@pytest.mark.parametrize(
+    "host, installed, first",
+    [
+        ("Linux", "", True),  # a new .venv: the CPU build first, never PyPI's CUDA one
+        ("Linux", "2.12.1", True),  # another version: replaced by the pinned CPU build
+        ("Linux", f"{PINNED}+cpu", False),
+        ("Linux", PINNED, False),  # the pin, however it came
+        ("Darwin", "", False),  # PyPI's macOS (and Windows) wheels are CPU builds already
+    ],
+    ids=["linux, new venv", "linux, other torch", "linux, cpu torch", "linux, torch", "macos"],
+)
+def test_on_linux_torch_comes_from_the_cpu_index_unless_the_pin_is_installed(
+    repo, host, installed, first
+):
+    code, out, ran = make(repo, python(repo, "3.12.1"), HOST_OS=host, TORCH_SHOWN=installed)
+    assert code == 0, out
+    assert (TORCH_FIRST in ran) == first
+    assert ("the CPU build, from https://download.pytorch.org/whl/cpu" in out) == first
+    if first:  # before the lock, so the lock finds its torch pin already met
+        assert ran.index(TORCH_FIRST) < ran.index(LOCK)
+    assert "--no-deps" not in " ".join(line for line in ran if "torch" in line)  # resolved

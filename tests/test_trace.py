@@ -2,12 +2,13 @@
 
 import io
 import json
+from html.parser import HTMLParser
 
 import pytest
 from opentelemetry.trace import SpanKind, StatusCode
 
 from labkit import Reply, ToolCall, Trace, Usage
-from labkit.trace import to_otel
+from labkit.trace import clip, to_otel
 
 
 def sample(clock_values=(0.0,)):
@@ -50,37 +51,82 @@ def test_long_and_multiline_text_is_clipped_to_one_line():
     assert "\n" not in line and line.endswith("...'") and len(line) < 120
 
 
+@pytest.mark.parametrize(
+    "text, limit, options, clipped",
+    [
+        ("one two three", 11, {}, "one two ..."),  # one line, cut anywhere: traces
+        ("one two three", 11, {"words": True}, "one two..."),
+        ("one two three", 13, {"words": True}, "one two three"),  # fits: unchanged
+        ("one two three", 10, {"words": True}, "one two..."),  # the space falls on the cut
+        ("x" * 20, 10, {"words": True}, "xxxxxxx..."),  # one long word is still cut
+        ("File x\nZeroDivisionError: division by zero", 30, {"last": True},
+         "...sionError: division by zero"),
+        ("File x\nZeroDivisionError: division by zero", 38, {"last": True, "words": True},
+         "...ZeroDivisionError: division by zero"),
+        ("File x\nZeroDivisionError: division by zero", 30, {"last": True, "words": True},
+         "...division by zero"),
+    ],
+)  # fmt: skip
+def test_clip_marks_the_cut_and_can_keep_whole_words_or_the_end(text, limit, options, clipped):
+    assert clip(text, limit, **options) == clipped
+    assert len(clipped) <= limit
+
+
 def test_incomplete_reply_is_marked():
     trace = Trace()
     trace.model(3, Reply("The answ", status="incomplete", incomplete_reason="max_output_tokens"))
     assert trace.lines() == [" 3 model says 'The answ'; [incomplete: max_output_tokens]"]
 
 
-def test_stepper_steps_through_events_and_says_which_of_how_many():
-    stepper = sample().stepper()
-    assert stepper.slider.max == 5 and "get_weather" in stepper.view.value
-    assert stepper.label.value == "event 1 of 5"
-    stepper.slider.value = 5
-    assert stepper.label.value == "event 5 of 5" and "completed" in stepper.view.value
-    assert stepper.widget.children[1] is stepper.view
+class Steps(HTMLParser):
+    """What a browser shows of a stepper: [(summary text, text inside the fold), ...]."""
+
+    def __init__(self, page):
+        super().__init__()
+        self.steps, self.open, self.at = [], 0, None
+        self.feed(page)
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "details":
+            self.open += 1
+            self.steps.append(["", ""])
+        self.at = "summary" if tag == "summary" else self.at
+
+    def handle_endtag(self, tag):
+        self.at = "body" if tag == "summary" else self.at
+        self.open -= tag == "details"
+
+    def handle_data(self, data):
+        if self.open:
+            self.steps[-1][0 if self.at == "summary" else 1] += data
 
 
-def test_stepper_shows_the_trace_as_text_where_no_widget_can_run():
+def test_stepper_folds_each_event_with_its_details_in_plain_html():
+    steps = Steps(sample().stepper()._repr_html_()).steps
+    assert [summary.split(":")[0] for summary, _ in steps] == [
+        f"event {n} of 5" for n in range(1, 6)
+    ]
+    assert [summary.split(": ", 1)[1] for summary, _ in steps] == sample().lines()
+    assert json.loads(steps[1][1])["arguments"] == '{"city": "Paris"}'  # the full call, unclipped
+    assert json.loads(steps[4][1]) == {"reason": "completed"}
+
+
+def test_stepper_html_escapes_what_the_model_said():
+    trace = Trace()
+    trace.model(1, Reply("<script>alert(1)</script> & <b>"))
+    page = trace.stepper()._repr_html_()
+    assert "<script>" not in page and "&lt;script&gt;" in page
+    assert Steps(page).steps[0][1].count("<script>") == 1  # shown as text, not run
+
+
+def test_stepper_has_no_widget_and_its_text_is_the_trace():
     stepper = sample().stepper()
-    bundle = stepper._repr_mimebundle_()
-    assert bundle["text/plain"] == (
-        "stepper: 5 events, as text (run the cell in JupyterLab to step through them)\n"
-        + sample().text()
+    assert not hasattr(stepper, "_repr_mimebundle_")  # html and text only: nothing to lose on save
+    assert repr(stepper) == (
+        "stepper: 5 events; in JupyterLab each one opens to its details\n" + sample().text()
     )
-    assert "application/vnd.jupyter.widget-view+json" in bundle  # JupyterLab gets the widget
-    assert repr(stepper) == bundle["text/plain"] and "VBox" not in repr(stepper)
-
-
-def test_an_empty_or_closed_stepper_is_still_readable():
-    stepper = Trace().stepper()
-    assert stepper.label.value == "no events" and repr(stepper).endswith("(no events)")
-    stepper.widget.close()
-    assert list(stepper._repr_mimebundle_()) == ["text/plain"]
+    assert repr(Trace().stepper()).endswith("(no events)")
+    assert Trace().stepper()._repr_html_() == "<div>no events</div>"
 
 
 # ---------------------------------------------------------------- OpenTelemetry spans
