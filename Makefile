@@ -23,6 +23,7 @@ ROOT_ARG := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root,)
 NB      ?= notebooks/*.ipynb
 # On Linux PyPI's torch wheel is the CUDA build (~3 GB with its nvidia-* libraries); labkit needs
 # only the CPU one, so torch is installed first from PyTorch's CPU index (the lock pins it).
+# --retries 1: where that index cannot be reached (offline, a local mirror) pip goes on in seconds.
 HOST_OS ?= $(shell uname -s)
 TORCH_VERSION := $(shell sed -n 's/^torch==//p' requirements-lock.txt)
 TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
@@ -62,7 +63,7 @@ $(STAMP): requirements-lock.txt pyproject.toml $(if $(READY),,venv-not-ready)
 	{ [ "$(HOST_OS)" != Linux ] || case "$$($(BIN)/python -m pip show torch 2>/dev/null \
 	  | sed -n 's/^Version: //p')" in ($(TORCH_VERSION)|$(TORCH_VERSION)+*) ;; (*) \
 	  echo "installing torch $(TORCH_VERSION), the CPU build, from $(TORCH_CPU_INDEX)" && \
-	  $(BIN)/python -m pip install --quiet --extra-index-url $(TORCH_CPU_INDEX) \
+	  $(BIN)/python -m pip install --quiet --retries 1 --extra-index-url $(TORCH_CPU_INDEX) \
 	    -c requirements-lock.txt torch==$(TORCH_VERSION) ;; esac; } && \
 	$(BIN)/python -m pip install --quiet -r requirements-lock.txt && \
 	$(BIN)/python -m pip install --quiet --no-deps -e . || { \

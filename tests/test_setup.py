@@ -152,7 +152,7 @@ def test_a_venv_whose_python_no_longer_runs_is_rebuilt(repo):
 TORCH = next(pin for pin in PINS if pin.name == "torch")
 PINNED = next(iter(TORCH.specifier)).version  # "2.13.0"
 TORCH_FIRST = (
-    ".venv/bin/python -m pip install --quiet --extra-index-url https://download.pytorch.org/whl/cpu"
+    ".venv/bin/python -m pip install --quiet --retries 1 --extra-index-url https://download.pytorch.org/whl/cpu"
     f" -c requirements-lock.txt {TORCH}"
 )
 LOCK = ".venv/bin/python -m pip install --quiet -r requirements-lock.txt"
