@@ -41,7 +41,7 @@ LOCAL   := $(VENV)/.labkit-local-model
 BFCL    := $(VENV)/bfcl-eval/.installed
 PROVIDER ?= local
 
-.PHONY: lab test lint notebooks lock bench clean-venv venv-not-ready local-model test-local \
+.PHONY: lab test test-all lint notebooks lock bench clean-venv venv-not-ready local-model test-local \
 	cassettes
 
 # 1. refuse a Python the lock does not install on; 2. rebuild a .venv made by another Python
@@ -80,8 +80,14 @@ lab: $(STAMP)
 # One pytest worker per core; a notebook's cells all run on one worker (--dist loadfile).
 # JOBS=0 runs everything in this process, as bare `pytest` does.
 JOBS    ?= auto
+XDIST   = $(if $(filter 0,$(JOBS)),,-n $(JOBS) --dist loadfile)
 test: $(STAMP) $(BFCL)
-	$(BIN)/python -m pytest $(if $(filter 0,$(JOBS)),,-n $(JOBS) --dist loadfile)
+	$(BIN)/python -m pytest $(XDIST) -m "not soak"
+
+# The soak trials make test leaves out (pyproject's "soak" marker: hundreds of kills, every
+# notebook run live against the fake server); CI runs make test, then this.
+test-all: $(STAMP) $(BFCL)
+	$(BIN)/python -m pytest $(XDIST) -m soak
 
 LINTED := labkit tests benchmarks .ci
 lint: $(STAMP)

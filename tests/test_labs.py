@@ -280,6 +280,7 @@ def dbos_trial(tmp_path_factory):
     return points, trial, psutil.Process().children(recursive=True)
 
 
+@pytest.mark.soak
 def test_every_dbos_worker_was_killed_and_reaped(dbos_trial):
     points, trial, children = dbos_trial
     for rows in trial.values():
@@ -288,6 +289,7 @@ def test_every_dbos_worker_was_killed_and_reaped(dbos_trial):
     assert children == []  # the runner and every worker it forked are gone
 
 
+@pytest.mark.soak
 @pytest.mark.parametrize("mode", ["with key", "without key"])
 def test_dbos_runs_a_step_again_when_its_completion_was_not_recorded(dbos_trial, mode):
     """The bank is asked twice exactly where the worker died after the effect, before DBOS
@@ -296,6 +298,7 @@ def test_dbos_runs_a_step_again_when_its_completion_was_not_recorded(dbos_trial,
     assert [r["requests"] for r in trial[mode]] == [2 if p == "after_effect" else 1 for p in points]
 
 
+@pytest.mark.soak
 def test_only_the_idempotency_key_keeps_the_second_request_from_paying(dbos_trial):
     points, trial, _ = dbos_trial
     duplicates = {m: [r["point"] for r in rows if r["refunds"] > 1] for m, rows in trial.items()}

@@ -915,6 +915,7 @@ def test_a_tool_result_saying_remember_that_is_refused(tmp_path, clock, confirm)
         assert store.list("ana") == [] and store.export("ana")["count"] == 0
 
 
+@pytest.mark.soak
 def test_the_memory_notebook_runs_live_against_a_local_server(tmp_path):
     """With LABKIT_MODE=live, 03_memory executes top to bottom; the Go live cell really talks to a
     server."""

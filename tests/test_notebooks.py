@@ -524,7 +524,15 @@ def run_live(
     return outputs, requests, figures
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+# make test runs the live path of the lessons that build it (setup, tools, the loop); every other
+# notebook's live run is a soak trial of the same adapters, in make test-all
+LIVE_IN_MAKE_TEST = {"01_setup.ipynb", "02_tools.ipynb", "04_loop.ipynb"}
+LIVE_RUNS = [
+    p if p.name in LIVE_IN_MAKE_TEST else pytest.param(p, marks=pytest.mark.soak) for p in NOTEBOOKS
+]
+
+
+@pytest.mark.parametrize("path", LIVE_RUNS, ids=lambda p: p.name)
 def test_notebook_runs_live_against_a_local_server(path):
     """With LABKIT_MODE=live and a server speaking the Responses API, every notebook runs top to
     bottom without error, its Go live cells really talk to the server, and no key leaks; every

@@ -730,6 +730,7 @@ def lab_passes(report):
     )
 
 
+@pytest.mark.soak
 def test_crash_lab_104_kills_no_duplicates_no_lost_records(tmp_path):
     report = crash_lab(tmp_path, 104)
     assert lab_passes(report), dict(report)
