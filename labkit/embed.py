@@ -13,6 +13,7 @@ are millions of chunks), quantised vectors, GPU batching, and checking the token
 import hashlib
 import io
 import os
+import warnings
 import weakref
 from pathlib import Path
 
@@ -68,11 +69,13 @@ def _load_sentence_transformer(model_dir, device):
     """Load from a local folder only, with transformers' progress bars and warnings off."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # must be set before the hub is imported
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    import transformers
+    with warnings.catch_warnings():  # tqdm.auto in a notebook without ipywidgets warns; no bar here
+        warnings.filterwarnings("ignore", message="IProgress not found")
+        import transformers
+        from sentence_transformers import SentenceTransformer
 
     transformers.utils.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
-    from sentence_transformers import SentenceTransformer
 
     return SentenceTransformer(str(model_dir), device=device, local_files_only=True)
 

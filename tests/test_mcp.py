@@ -513,9 +513,11 @@ def test_stdio_works_inside_a_running_jupyter_kernel_and_ctrl_c_reaps_the_server
         assert len(servers) == 1
         km.interrupt_kernel()
         assert kc.get_shell_msg(timeout=60)["content"]["ename"] == "KeyboardInterrupt"
-        printed.clear()
-        kc.execute_interactive("print(s.closed)", timeout=60, output_hook=hook)
-        assert printed == ["interrupted (Ctrl+C)\n"]
+        # read back through the shell reply (user_expressions), not iopub: nothing can race it
+        reply = kc.execute_interactive("", user_expressions={"why": "s.closed"}, timeout=60)
+        assert reply["content"]["status"] == "ok", reply["content"]
+        why = reply["content"]["user_expressions"]["why"]
+        assert why.get("data", {}).get("text/plain") == "'interrupted (Ctrl+C)'", why
         gone, alive = psutil.wait_procs(servers, timeout=30)  # reaped: its pid is gone
         assert alive == []
     finally:
