@@ -14,7 +14,7 @@ __main__ (command lines). The names below are the few a notebook uses most.
 # memory and the 06_rag modules are not imported here: `python -m labkit.memory` must not find
 # memory already imported, and torch loads only when 06_rag needs it
 from .budget import Budget
-from .check import check
+from .check import check, progress
 from .config import load_settings, redact
 from .errors import (
     GuardrailTripped,
@@ -54,6 +54,7 @@ from .trace import Trace
 
 __all__ = [
     "check",
+    "progress",
     "doctor",
     "explain",
     "probe",

@@ -1,4 +1,5 @@
-"""Command lines: `python -m labkit memory set|list|delete|export`, `evals run`, `local-model`.
+"""Command lines: `python -m labkit memory set|list|delete|export`, `evals run`, `local-model`,
+`progress` (the hands-on tasks you passed, as labkit.check recorded them on this machine).
 
 Outside the lessons. The memory command line lets a person see, change, delete and export what the
 agent remembers (03_memory); `python -m labkit.memory ...` runs the same one. The evals command
@@ -340,7 +341,25 @@ def local_model_main(argv, prog="python -m labkit local-model", command=None, lo
     return 1 if code else 0
 
 
-COMMANDS = {"memory": memory_main, "evals": evals_main, "local-model": local_model_main}
+def progress_main(argv, prog="python -m labkit progress"):
+    """Print every hands-on task with done / not yet. Example: python -m labkit progress"""
+    from .check import progress
+
+    _Parser(
+        prog=prog,
+        description="The hands-on tasks you passed, as labkit.check recorded them in "
+        ".runtime/progress.json (on this machine only).",
+    ).parse_args(argv)
+    progress()
+    return 0
+
+
+COMMANDS = {
+    "memory": memory_main,
+    "evals": evals_main,
+    "local-model": local_model_main,
+    "progress": progress_main,
+}
 
 
 def main(argv=None):
@@ -353,7 +372,7 @@ def main(argv=None):
         "command",
         choices=COMMANDS,
         help="memory: what the agent remembers; evals: run a task suite, gate it on a baseline; "
-        "local-model: serve SmolLM2 on 127.0.0.1",
+        "local-model: serve SmolLM2 on 127.0.0.1; progress: the hands-on tasks you passed",
     )
     parser.add_argument("arguments", nargs=argparse.REMAINDER, help="the command's arguments")
     args = parser.parse_args(argv)

@@ -12,6 +12,12 @@ import offline_env
 offline_env.apply()
 
 
+@pytest.fixture(autouse=True)
+def progress_in_tmp(tmp_path, monkeypatch):
+    """labkit.check records passed tasks: a test writes them in its tmp dir, never in .runtime/."""
+    monkeypatch.setenv("LABKIT_PROGRESS", str(tmp_path / "progress.json"))
+
+
 @pytest.fixture(scope="session")
 def docs():
     from labkit.rag import load_corpus

@@ -215,3 +215,75 @@ def test_learner_cannot_mutate_the_hidden_cases():
 def test_unknown_task_name():
     with pytest.raises(UserError, match="no task '09_magic'"):
         load_task("09_magic")
+
+
+# ---------------------------------------------------------------- progress, on this machine only
+
+
+def test_a_passed_task_is_recorded_and_listed(tmp_path, capsys):
+    from labkit import progress
+    from labkit.check import progress_path
+
+    assert progress_path() == tmp_path / "progress.json"  # conftest: never the real one
+    check(lambda a, b: __import__("labkit").schema.json_equal(a, b), "02_tools", quiet=True)
+    status = progress()
+    out = capsys.readouterr().out
+    assert status["02_tools"] and not status["01_setup"]
+    assert "  done     02_tools" in out and "  not yet  01_setup" in out
+    assert out.splitlines()[-1] == f"1/{len(NOTEBOOKS)} tasks done (recorded on this machine only)"
+
+
+def test_a_failed_check_or_the_reference_itself_records_nothing(tmp_path):
+    from labkit.check import passed_tasks
+
+    check(lambda a, b: a == b, "02_tools", quiet=True)
+    check(load_task("02_tools").reference, "02_tools", quiet=True)  # the notebooks run it
+    assert passed_tasks() == [] and not (tmp_path / "progress.json").exists()
+
+
+def test_a_broken_progress_file_counts_as_nothing_done(tmp_path):
+    from labkit.check import passed_tasks
+
+    (tmp_path / "progress.json").write_text("{not json")
+    assert passed_tasks() == []
+
+
+def test_the_command_line_shows_the_same(capsys):
+    from labkit.__main__ import main
+
+    check(lambda reply: load_task("04_loop").reference(reply), "04_loop", quiet=True)
+    assert main(["progress"]) == 0
+    out = capsys.readouterr().out
+    assert "  done     04_loop" in out and "  not yet  10_evals" in out
+
+
+def test_a_rule_a_case_names_must_exist():
+    with pytest.raises(UserError, match="names no rule"):
+        Task("t", [Case("c", (1,), 1, rule="missing")], reference=lambda x: x)
+
+
+def test_a_case_whose_own_rule_holds_is_blamed_on_the_first_rule_broken():
+    from labkit.check import Rule
+
+    task = Task(
+        "double a number",
+        [Case("zero", (0,), 0, rule="zero"), Case("two", (2,), 4, rule="positive")],
+        reference=lambda x: 2 * x,
+        rules=[
+            Rule("zero", (0,), "twice nothing is nothing"),
+            Rule("positive", (5,), "double positive numbers"),
+        ],
+    )
+    result = check(lambda x: 2 * abs(x), task, quiet=True)
+    assert result and result.rules == []
+
+    def off_at_zero_and_two(x):  # doubles 5 (the probe) right, so its mistake lies elsewhere
+        return x + 1 if x in (0, 2) else 2 * x
+
+    result = check(off_at_zero_and_two, task, quiet=True)
+    assert result.rules == ["zero"]
+    assert result.lines[1:3] == [
+        "  FAIL  1. zero: expected 0, got 1\n        hint: twice nothing is nothing",
+        "  FAIL  2. two: expected 4, got 3\n"
+        "        hint: this case fails only because of the mistake in case 1",
+    ]
