@@ -200,6 +200,9 @@ class Workspace:
             "PYTHONDONTWRITEBYTECODE": "1",
             "PYTHONHASHSEED": "0",
             "GIT_CONFIG_NOSYSTEM": "1",
+            # the course's pytest plugins (nbval, hypothesis, ...) are not the task repository's:
+            # loading them cost ~4 s of every test run; a repository that needs one names it (-p)
+            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
         }
 
     def check(self, command: str) -> list[str]:

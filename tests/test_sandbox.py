@@ -315,7 +315,7 @@ def test_no_process_is_left_after_a_run_a_timeout_or_an_error(how, ws, monkeypat
 
     if how == "error":
         monkeypatch.setattr(subprocess.Popen, "wait", interrupted)
-    saved, ws.limits = ws.limits, Limits(timeout=10.0 if how == "timeout" else 30.0)
+    saved, ws.limits = ws.limits, Limits(timeout=5.0 if how == "timeout" else 30.0)
     try:
         if how == "error":
             with pytest.raises(KeyboardInterrupt):
@@ -335,6 +335,13 @@ def test_environment_is_scrubbed_and_home_inside(monkeypatch):
         env = w.env()
         assert not [k for k in env if "KEY" in k or k.startswith("OPENAI")]
         assert Path(env["HOME"]).parent == w.path
+
+
+def test_the_course_pytest_plugins_stay_out_of_the_task_repository():
+    """nbval, hypothesis, xdist are this course's, not pantry's: its test runs load none of them."""
+    with Workspace(PANTRY, "rlimits") as w:
+        header = w.run("python -m pytest --co -p no:cacheprovider").output
+    assert "collected" in header and "nbval" not in header and "hypothesis" not in header
 
 
 def test_workspace_copy_leaves_the_repository_unchanged():
