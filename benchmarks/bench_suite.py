@@ -2,8 +2,8 @@
 
 python -m benchmarks suite   (LABKIT_BENCH_JOBS=0 runs the suite in one process)
 
-1. The whole suite the way `make test` runs it (pytest -n auto --dist loadfile): wall time, and
-   the 25 slowest tests and notebook cells with their share of the summed test time.
+1. The suite the way `make test` runs it (pytest -n auto --dist loadfile -m "not soak"): wall
+   time, and the 25 slowest tests and notebook cells with their share of the summed test time.
 2. The notebook series under strict nbval, one process, one notebook after another, beside the
    floor: as many bare kernels (a one-cell notebook that imports torch and labkit) under the same
    nbval. series / floor is what the lessons themselves cost over starting their kernels.
@@ -67,7 +67,7 @@ def main(argv=None):
         tmp = Path(tmp)
         print(f"1. the suite as `make test` runs it (-n {jobs})")
         parallel = [] if jobs == "0" else ["-n", jobs, "--dist", "loadfile"]
-        wall = run_pytest(parallel, tmp / "suite.json")
+        wall = run_pytest([*parallel, "-m", "not soak"], tmp / "suite.json")
         times = json.loads((tmp / "suite.json").read_text())
         print(f"  wall {wall:.0f} s; summed test time {sum(times.values()):.0f} s")
         slowest(times)
