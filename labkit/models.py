@@ -258,7 +258,7 @@ def to_api(tool, api: str) -> dict:
 TOOL_CHOICES = ("auto", "required", "none")  # or one offered tool's name: call exactly that one
 
 
-def check_tool_choice(choice, tools=()) -> str:
+def check_tool_choice(choice: str, tools=()) -> str:
     """The tool_choice as given, once it is one the APIs accept with these tools; else UserError.
 
     "auto": the model decides (the default, never sent); "required": it must call a tool;
