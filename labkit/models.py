@@ -283,7 +283,7 @@ def check_tool_choice(choice: str, tools=()) -> str:
     )
 
 
-def choice_to_api(choice: str, api: str):
+def choice_to_api(choice: str, api: str) -> str | dict:
     """A checked tool_choice as the Responses or the Chat Completions API wants it.
 
     The three words are the same in both; one tool is named differently by each.
