@@ -1,11 +1,14 @@
 """Command lines: `python -m labkit memory set|list|delete|export`, `evals run`, `local-model`,
-`progress` (the hands-on tasks you passed, as labkit.check recorded them on this machine).
+`progress` (the hands-on tasks you passed, as labkit.check recorded them on this machine),
+`agent`.
 
 Outside the lessons. The memory command line lets a person see, change, delete and export what the
 agent remembers (03_memory); `python -m labkit.memory ...` runs the same one. The evals command
 line runs a task suite and gates it against a stored baseline (10_evals; also `python -m
 labkit.evals run ...`). `local-model` checks the SmolLM2 weights and serves them on 127.0.0.1
-(`make local-model`). Every problem is one line on stderr and exit code 2, never a traceback.
+(`make local-model`). `agent` talks to the short agent of labkit/agent_script.py in the terminal,
+its memory in the same store as `memory`. Every problem is one line on stderr and exit code 2,
+never a traceback.
 """
 
 import argparse
@@ -22,7 +25,7 @@ import urllib.request
 from importlib import metadata
 
 from .config import LOCAL_PORT, PROVIDERS, RUNTIME_DIR
-from .errors import LabkitError, UserError
+from .errors import LabkitError, UserError, explain
 from .memory import DAY, KINDS, MemoryStore
 from .schema import check_text
 
@@ -354,11 +357,45 @@ def progress_main(argv, prog="python -m labkit progress"):
     return 0
 
 
+# ---------------------------------------------------------------- your own agent
+
+
+def agent_main(argv=None, prog="python -m labkit agent"):
+    """Talk to the agent of labkit/agent_script.py; 0 when the conversation ends, 2 on a problem.
+
+    Example: python -m labkit agent   (offline: a scripted model; LABKIT_MODE=live: a real one)
+    """
+    from . import agent_script  # it imports the whole library: only this command needs it
+
+    parser = _Parser(
+        prog=prog,
+        description="Your own agent in the terminal: two tools (one calls Wikipedia, live and "
+        "only after your yes), memory and every guardrail. Each line is a task; an empty line "
+        "ends. The code to copy is labkit/agent_script.py.",
+    )
+    parser.add_argument(
+        "--db", default=str(CLI_PATH), help="its memory, a SQLite file (default: %(default)s)"
+    )
+    parser.add_argument("--tenant", default="me", help="whose memories (default: %(default)s)")
+    args = parser.parse_args(argv)
+    try:
+        if args.db == str(CLI_PATH):
+            _default_folder()
+        agent_script.main(args.db, args.tenant)
+    except LabkitError as exc:
+        print(f"error: {explain(exc)}", file=sys.stderr)  # explain: one line, no key in it
+        return 2
+    except KeyboardInterrupt:  # Ctrl+C ends the conversation as an empty line does
+        print()
+    return 0
+
+
 COMMANDS = {
     "memory": memory_main,
     "evals": evals_main,
     "local-model": local_model_main,
     "progress": progress_main,
+    "agent": agent_main,
 }
 
 
@@ -372,7 +409,8 @@ def main(argv=None):
         "command",
         choices=COMMANDS,
         help="memory: what the agent remembers; evals: run a task suite, gate it on a baseline; "
-        "local-model: serve SmolLM2 on 127.0.0.1; progress: the hands-on tasks you passed",
+        "local-model: serve SmolLM2 on 127.0.0.1; progress: the hands-on tasks you passed; "
+        "agent: your own agent in the terminal",
     )
     parser.add_argument("arguments", nargs=argparse.REMAINDER, help="the command's arguments")
     args = parser.parse_args(argv)

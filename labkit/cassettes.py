@@ -26,6 +26,7 @@ from .models import (
     ToolCall,
     Usage,
     as_tool_spec,
+    check_tool_choice,
     stream_reply,
 )
 from .trace import clip
@@ -57,20 +58,25 @@ def _said(message) -> str:
     return text + "".join(f"\n-> {c.id} {c.name}({c.arguments})" for c in message.tool_calls)
 
 
-def canonical(messages, tools=(), max_output_tokens=None, output_schema=None) -> dict:
+def canonical(
+    messages, tools=(), max_output_tokens=None, output_schema=None, tool_choice="auto"
+) -> dict:
     """The request as labkit sends it, the same for both APIs, with secrets scrubbed.
 
+    A tool_choice other than "auto" is part of it; "auto" is left out, so a cassette recorded
+    before labkit had tool_choice keeps its fingerprints.
     Example: canonical([user("ping")])["messages"]  ->  [["user", "ping"]]
     """
     specs = [vars(as_tool_spec(t)) for t in tools]
-    return scrubbed(
-        {
-            "messages": [[m.role, _said(m)] for m in messages],
-            "tools": specs,
-            "max_output_tokens": max_output_tokens,
-            "output_schema": vars(output_schema) if output_schema else None,
-        }
-    )
+    request = {
+        "messages": [[m.role, _said(m)] for m in messages],
+        "tools": specs,
+        "max_output_tokens": max_output_tokens,
+        "output_schema": vars(output_schema) if output_schema else None,
+    }
+    if check_tool_choice(tool_choice, tools) != "auto":
+        request["tool_choice"] = tool_choice
+    return scrubbed(request)
 
 
 def fingerprint(request: dict) -> str:
@@ -226,6 +232,7 @@ class Recorder:
 
     def respond(self, messages, tools=(), **options) -> Reply:
         """The live model's reply, written down. Example: Recorder(...).respond([user("ping")])"""
+        canonical(messages, tools, **options)  # a caller's mistake (a bad tool_choice) is not kept
         try:
             reply = self.live.respond(messages, tools, **options)
         except LabkitError as error:  # a failure is part of what happened: keep it too
@@ -236,6 +243,7 @@ class Recorder:
 
     def stream(self, messages, tools=(), **options):
         """The live model's stream, its completed reply written down."""
+        canonical(messages, tools, **options)
         for event in self.live.stream(messages, tools, **options):
             if isinstance(event, Completed):
                 self._write(messages, tools, options, event.reply, None)
@@ -348,7 +356,7 @@ class Replayer:
             )
         return (
             f"cassette {name}, request {index + 1}: the same messages, but the tools, the output "
-            f"cap or the output schema differ from the recording — {fix}"
+            f"cap, the output schema or the tool_choice differ from the recording — {fix}"
         )
 
     def __repr__(self):

@@ -12,6 +12,7 @@ than one call (A, B, A, B), budgets across runs.
 
 import re
 import time
+from collections.abc import Callable
 from dataclasses import fields, is_dataclass, replace
 
 from .budget import Budget, schema_tokens
@@ -277,10 +278,13 @@ def run_guarded(
     history=(),
     clock=time.perf_counter,
     allowed_hosts=(),
+    tool_choice: str | Callable[[int], str] = "auto",
 ) -> RunResult:
     """labkit.loop.run with every guardrail; the result, trace and any error have no secret in them.
 
     allowed_hosts: where egress tools may send data without asking, e.g. ["docs.python.org"].
+    tool_choice: the run's policy, as for loop.run (e.g. "required-first"); the guards still
+    judge every forced call, and the budget's max_turns still binds.
     A model that can cap its replies (it has max_output_tokens) is asked to cap each one at the
     budget's reservation, per call: the caller's model object is never changed.
     Example: run_guarded("Summarise shared.md", model, workspace.tools(),
@@ -310,6 +314,7 @@ def run_guarded(
             guard,
             clock,
             max_output_tokens=cap,
+            tool_choice=tool_choice,
         )
         budget.settle(result)  # may call watch(), which may raise too
     except Exception as exc:  # an error is an output too — its args, str(), notes and chain

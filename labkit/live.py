@@ -2,7 +2,8 @@
 
 Built in 01_setup. `ResponsesModel` (Responses API, store=False, the default) and `ChatModel`
 (Chat Completions, what most OpenAI-compatible local servers speak) return the same Reply as the
-scripted model, whole (`respond`) or streamed (`stream`), with strict JSON-schema output on request.
+scripted model, whole (`respond`) or streamed (`stream`), with strict JSON-schema output and a
+tool_choice (translated for each API) on request.
 `connect()` picks a model from the settings (scripted, live, recording or replaying a cassette);
 `request_preview()` shows the exact JSON body live mode would POST, computed offline. Every SDK
 failure becomes a one-line labkit error without the key; the key itself lives only in the SDK
@@ -35,6 +36,8 @@ from .models import (
     ToolCall,
     Usage,
     check_pairing,
+    check_tool_choice,
+    choice_to_api,
     tighter,
     to_api,
 )
@@ -85,9 +88,11 @@ def responses_body(
     replay_reasoning: bool = False,
     max_output_tokens: int | None = None,
     output_schema: OutputSchema | None = None,
+    tool_choice: str = "auto",
 ) -> dict:
     """The JSON body for POST /responses (store=False: the server keeps nothing between turns)."""
     check_pairing(messages)
+    check_tool_choice(tool_choice, tools)
     items = []
     for m in messages:
         if m.role == "tool":
@@ -106,6 +111,7 @@ def responses_body(
     body = {"model": model, "input": items, "store": False}
     if tools:
         body["tools"] = [to_api(t, "responses") for t in tools]
+    _choose(body, tool_choice, tools, "responses")
     if replay_reasoning:
         body["include"] = ["reasoning.encrypted_content"]
     if max_output_tokens:
@@ -113,6 +119,12 @@ def responses_body(
     if output_schema:
         body["text"] = {"format": {"type": "json_schema", **_strict(output_schema)}}
     return body
+
+
+def _choose(body, tool_choice, tools, api):
+    """Add tool_choice to a body: only when it says more than "auto" and there are tools."""
+    if tools and tool_choice != "auto":  # "auto" is the APIs' default: old bodies stay the same
+        body["tool_choice"] = choice_to_api(tool_choice, api)
 
 
 def _strict(output_schema):
@@ -126,12 +138,14 @@ def chat_body(
     max_output_tokens: int | None = None,
     output_schema: OutputSchema | None = None,
     cap_name: str = "max_completion_tokens",
+    tool_choice: str = "auto",
 ) -> dict:
     """The JSON body for POST /chat/completions (tool results are role "tool" messages).
 
     cap_name: OpenAI wants max_completion_tokens; most other servers only know max_tokens.
     """
     check_pairing(messages)
+    check_tool_choice(tool_choice, tools)
     out = []
     for m in messages:
         if m.role == "tool":
@@ -156,6 +170,7 @@ def chat_body(
     body = {"model": model, "messages": out}
     if tools:
         body["tools"] = [to_api(t, "chat") for t in tools]
+    _choose(body, tool_choice, tools, "chat")
     if max_output_tokens:
         body[cap_name] = max_output_tokens
     if output_schema:
@@ -164,21 +179,25 @@ def chat_body(
 
 
 def request_preview(
-    messages: list, tools=(), api: str | None = None, model: str | None = None
+    messages: list,
+    tools=(),
+    api: str | None = None,
+    model: str | None = None,
+    tool_choice: str = "auto",
 ) -> dict:
     """The exact JSON body live mode would POST, computed offline (no key, no network).
 
     Example: request_preview([user("ping")])["input"]  ->  [{"role": "user", "content": "ping"}]
+    request_preview(msgs, [get_weather], "chat", tool_choice="get_weather")["tool_choice"]
+             ->  {"type": "function", "function": {"name": "get_weather"}}
     """
     s = load_settings()
     api, model = api or s.api, model or s.model
     if api not in ("responses", "chat"):
         raise UserError(f"api={api!r} is not an API — use 'responses' or 'chat'")
-    return (
-        responses_body(model, messages, tools)
-        if api == "responses"
-        else chat_body(model, messages, tools)
-    )
+    if api == "responses":
+        return responses_body(model, messages, tools, tool_choice=tool_choice)
+    return chat_body(model, messages, tools, tool_choice=tool_choice)
 
 
 def _usage(data, names):
@@ -276,10 +295,19 @@ class _LiveModel:
         return reply
 
     def respond(
-        self, messages: list, tools=(), max_output_tokens=None, output_schema=None
+        self,
+        messages: list,
+        tools=(),
+        max_output_tokens: int | None = None,
+        output_schema: OutputSchema | None = None,
+        tool_choice: str = "auto",
     ) -> Reply:
-        """Send the messages; cap the reply at the tighter of the model's and this call's cap."""
-        return self.send(self.request_preview(messages, tools, max_output_tokens, output_schema))
+        """Send the messages; cap the reply at the tighter of the model's and this call's cap.
+
+        Example: model.respond(messages, [get_weather], tool_choice="get_weather")
+        """
+        body = self.request_preview(messages, tools, max_output_tokens, output_schema, tool_choice)
+        return self.send(body)
 
     def send(self, body: dict) -> Reply:
         """POST this exact body (a request_preview, perhaps changed) and read the reply.
@@ -292,12 +320,19 @@ class _LiveModel:
         self.last_raw = raw.to_dict(warnings=False) if hasattr(raw, "to_dict") else raw
         return self._count(self._parse(self.last_raw))
 
-    def stream(self, messages: list, tools=(), max_output_tokens=None, output_schema=None):
+    def stream(
+        self,
+        messages: list,
+        tools=(),
+        max_output_tokens: int | None = None,
+        output_schema: OutputSchema | None = None,
+        tool_choice: str = "auto",
+    ):
         """Send the messages with stream=True; yield TextDelta, ToolCallDelta, then Completed.
 
         Example: reply = collect(model.stream([user("ping")]))
         """
-        body = self.request_preview(messages, tools, max_output_tokens, output_schema)
+        body = self.request_preview(messages, tools, max_output_tokens, output_schema, tool_choice)
         events = self._read(self._call({**body, **self._streaming}), self._parse)
         for event in events:
             if isinstance(event, Completed):
@@ -324,12 +359,19 @@ class ResponsesModel(_LiveModel):
 
     _streaming, _read = {"stream": True}, staticmethod(responses_events)
 
-    def request_preview(self, messages: list, tools=(), max_output_tokens=None, output_schema=None):
+    def request_preview(
+        self,
+        messages: list,
+        tools=(),
+        max_output_tokens: int | None = None,
+        output_schema: OutputSchema | None = None,
+        tool_choice: str = "auto",
+    ) -> dict:
         """The exact JSON body this model would POST to /responses.
         Example: model.request_preview(msgs)"""
         cap = tighter(self.max_output_tokens, max_output_tokens)
         return responses_body(
-            self.model, messages, tools, self.replay_reasoning, cap, output_schema
+            self.model, messages, tools, self.replay_reasoning, cap, output_schema, tool_choice
         )
 
     def _send(self, body):
@@ -369,11 +411,19 @@ class ChatModel(_LiveModel):
     _streaming = {"stream": True, "stream_options": {"include_usage": True}}
     _read = staticmethod(chat_events)
 
-    def request_preview(self, messages: list, tools=(), max_output_tokens=None, output_schema=None):
-        """The exact JSON body this model would POST to /chat/completions."""
+    def request_preview(
+        self,
+        messages: list,
+        tools=(),
+        max_output_tokens: int | None = None,
+        output_schema: OutputSchema | None = None,
+        tool_choice: str = "auto",
+    ) -> dict:
+        """The exact JSON body this model would POST to /chat/completions.
+        Example: model.request_preview(msgs, [get_weather], tool_choice="required")"""
         cap = tighter(self.max_output_tokens, max_output_tokens)
         name = "max_completion_tokens" if self.base_url == OFFICIAL_BASE_URL else "max_tokens"
-        return chat_body(self.model, messages, tools, cap, output_schema, name)
+        return chat_body(self.model, messages, tools, cap, output_schema, name, tool_choice)
 
     def _send(self, body):
         return self._client.chat.completions.create(**body)

@@ -7,15 +7,26 @@ Decision allows, refuses or stops. `model_turn`, `record` and `finish` are the p
 loops (labkit.patterns: ReAct, plan-and-execute) share with this one.
 With stream=True each turn is read from model.stream and collected into the same Reply, so a
 streamed run ends as an unstreamed one; a stream cut off mid-way ends the run as model_incomplete.
+A tool_choice policy (`turn_choice`) may force a tool call, but never past the first tool result.
 Deliberately left out: guardrails (05_guardrails plugs in through `guard`), retrying model calls,
 async and parallel tool execution, durable state (07_runtime).
 """
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .errors import ServiceError, UserError, explain
-from .models import Reply, ToolCall, Usage, check_pairing, collect, tool_message, user
+from .models import (
+    Reply,
+    ToolCall,
+    Usage,
+    check_pairing,
+    check_tool_choice,
+    collect,
+    tool_message,
+    user,
+)
 from .models import system as system_message
 from .tools import as_registry, execute, failure, result_text
 from .trace import Trace, clip, describe_call
@@ -122,6 +133,48 @@ def next_action(reply: Reply) -> str:
     return "completed" if reply.text.strip() else "empty_output"
 
 
+POLICIES = ("auto", "none", "required", "required-first")  # or a tool's name, or turn -> choice
+
+
+def check_policy(policy, tools) -> None:
+    """Refuse a tool_choice policy that is none of POLICIES, an offered tool's name or a function.
+
+    Example: check_policy("required-first", [get_weather])   # passes; check_policy("yes", ...)
+             raises UserError saying what is allowed
+    """
+    names = [t.name for t in as_registry(tools)]
+    forcing = policy in POLICIES[2:] or (isinstance(policy, str) and policy in names)
+    if callable(policy) or policy in POLICIES[:2] or (forcing and names):
+        return
+    offered = f"an offered tool's name ({', '.join(names)})" if names else "a tool's name"
+    raise UserError(
+        f"tool_choice {repr(policy)[:60]} is not a policy for a run — use "
+        f'"auto", "none", "required", "required-first", {offered}, or a function turn -> choice'
+        + ("" if names else "; forcing a call needs tools, and this run has none")
+    )
+
+
+def turn_choice(policy: str | Callable[[int], str], turn: int, run: RunResult, tools) -> str:
+    """The tool_choice of one turn (counted from 1) under a run's policy.
+
+    A function gives each turn's choice explicitly. "required-first" is "required" on turn 1 and
+    "auto" after. Any other text is that choice on every turn — but a forcing one ("required", a
+    tool's name) only until a tool result is in the run: forced again, the model could never
+    answer and would call tools until max_turns. Forcing after a result takes a function's choice.
+    Example: turn_choice("required-first", 2, result, tools)  ->  "auto"
+    """
+    if callable(policy):
+        choice = policy(turn)
+        try:
+            return check_tool_choice(choice, tools)
+        except UserError as exc:
+            raise UserError(f"the tool_choice function, for turn {turn}: {exc}") from None
+    if policy == "required-first":
+        return "required" if turn == 1 else "auto"
+    forcing = policy not in ("auto", "none")
+    return "auto" if forcing and run.tool_calls else policy
+
+
 def _consult(run, decision, where, actions=("allow", "refuse", "stop")):
     """Record a guard's decision; return it when it refuses or stops, None when it allows."""
     if decision is None:
@@ -154,27 +207,33 @@ def model_turn(
     clock,
     max_output_tokens: int | None = None,
     stream=False,
+    tool_choice: str = "auto",
 ) -> Reply | None:
     """One model turn: call the model with the history, add its usage, trace it, append its reply.
 
     Returns the reply, or None when the service failed: the run is then finished (service_error).
     stream: True reads the reply from model.stream; a function also sees each event as it arrives.
+    tool_choice: this turn's choice; "auto" is not passed (a model of your own need not know it).
     Example: reply = model_turn(result, model, list(registry), started, clock)
     """
     run.turns += 1
-    cap = {} if max_output_tokens is None else {"max_output_tokens": max_output_tokens}
+    options = {} if max_output_tokens is None else {"max_output_tokens": max_output_tokens}
+    if tool_choice != "auto":
+        options["tool_choice"] = tool_choice
     asked = clock()
     try:
         if stream:
             watch = stream if callable(stream) else None
-            reply = collect(model.stream(run.messages, tools, **cap), watch)
+            reply = collect(model.stream(run.messages, tools, **options), watch)
         else:
-            reply = model.respond(run.messages, tools, **cap)
+            reply = model.respond(run.messages, tools, **options)
     except ServiceError as exc:
         finish(run, "service_error", explain(exc), started, clock)
         return None
     run.usage = run.usage + (reply.usage or Usage())
-    run.trace.model(run.turns, reply, clock() - asked)
+    event = run.trace.model(run.turns, reply, clock() - asked)
+    if tool_choice != "auto":
+        event.detail["tool_choice"] = tool_choice
     run.messages.append(reply.to_message())
     return reply
 
@@ -251,14 +310,16 @@ def run(
     clock=time.perf_counter,
     max_output_tokens: int | None = None,
     stream=False,
+    tool_choice: str | Callable[[int], str] = "auto",
 ) -> RunResult:
     """Run the agent loop on one task until the model answers or a limit stops it.
 
     1. Start the history: the system prompt, earlier messages (paired; system messages in them are
        dropped, so a finished run's `messages` can be passed on), the task as a user message.
     2. Before each model call ask the guard, then check max_turns (stop: turn_limit).
-    3. Call the model with the history and the tools (each reply capped at max_output_tokens, if
-       given; read from its stream when stream is set); add its reply to the trace and the history.
+    3. Call the model with the history, the tools and this turn's tool_choice (see turn_choice;
+       each reply capped at max_output_tokens, if given; read from its stream when stream is set);
+       add its reply to the trace and the history.
     4. Decide with next_action(reply): cut short -> model_incomplete; no calls -> completed with
        the text as answer, or empty_output when there is no text.
     5. For each tool call, in order: check max_calls (stop: tool_limit), ask the guard, execute it
@@ -271,6 +332,7 @@ def run(
     """
     started = clock()
     registry, guard = as_registry(tools), guard or Guard()
+    check_policy(tool_choice, registry)
 
     def stop(reason, message="", calls=()):
         return finish(result, reason, message, started, clock, calls)
@@ -290,7 +352,8 @@ def run(
             return stop("turn_limit", f"used all {max_turns} turns")
         # 3. the model
         tools = list(registry)
-        reply = model_turn(result, model, tools, started, clock, max_output_tokens, stream)
+        choice = turn_choice(tool_choice, result.turns + 1, result, tools)
+        reply = model_turn(result, model, tools, started, clock, max_output_tokens, stream, choice)
         if reply is None:
             return result  # the service failed: model_turn stopped the run
         # 4. answered, cut short, or tools to run

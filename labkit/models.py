@@ -7,7 +7,8 @@ APIs. The live models that speak to a real API are in live.py and return the sam
 
 A model that streams also has `stream(messages, tools)`, yielding TextDelta, ToolCallDelta and
 Completed events; `collect` turns a stream back into the Reply. An OutputSchema asks for JSON text
-matching a schema (structured output). Deliberately left out: images and audio, async.
+matching a schema (structured output); `tool_choice` says whether the model may, must or must not
+call a tool ("auto", "required", "none" or one tool's name). Left out: images and audio, async.
 """
 
 import copy
@@ -254,6 +255,50 @@ def to_api(tool, api: str) -> dict:
     raise UserError(f"api {api!r} is not one of responses, chat")
 
 
+TOOL_CHOICES = ("auto", "required", "none")  # or one offered tool's name: call exactly that one
+
+
+def check_tool_choice(choice: str, tools=()) -> str:
+    """The tool_choice as given, once it is one the APIs accept with these tools; else UserError.
+
+    "auto": the model decides (the default, never sent); "required": it must call a tool;
+    "none": it must answer in text; a tool's name: it must call that tool.
+    Example: check_tool_choice("get_weather", [get_weather])  ->  "get_weather"
+    """
+    names = [as_tool_spec(t).name for t in tools]
+    if choice in ("auto", "none") or (isinstance(choice, str) and choice in names):
+        return choice
+    if choice == "required" and names:
+        return choice
+    if choice == "required":
+        raise UserError('tool_choice "required" with no tools offered — offer one, or use "auto"')
+    offered = (
+        f"the name of an offered tool ({', '.join(names)})"
+        if names
+        else "a tool's name (none were offered)"
+    )
+    raise UserError(
+        f"tool_choice {repr(choice)[:60]} is not allowed — use "
+        f'"auto", "required", "none" or {offered}'
+    )
+
+
+def choice_to_api(choice: str, api: str) -> str | dict:
+    """A checked tool_choice as the Responses or the Chat Completions API wants it.
+
+    The three words are the same in both; one tool is named differently by each.
+    Example: choice_to_api("get_weather", "chat")
+             ->  {"type": "function", "function": {"name": "get_weather"}}
+    """
+    if api not in ("responses", "chat"):
+        raise UserError(f"api {api!r} is not one of responses, chat")
+    if choice in TOOL_CHOICES:
+        return choice
+    if api == "responses":
+        return {"type": "function", "name": choice}
+    return {"type": "function", "function": {"name": choice}}
+
+
 def tighter(cap: int | None, other: int | None) -> int | None:
     """The smaller of two output caps, where None means no cap. Example: tighter(None, 50) -> 50"""
     return other if cap is None else cap if other is None else min(cap, other)
@@ -326,6 +371,7 @@ def _said(calls):
 class Seen:
     messages: list  # a copy of the messages the model was shown
     tools: list  # the names of the tools it was offered
+    tool_choice: str = "auto"  # what it was told about calling them
 
 
 class ScriptedModel:
@@ -339,14 +385,22 @@ class ScriptedModel:
     (or pass it to one `respond` call) to cut a longer reply the way a server does ("incomplete").
     Given an `output_schema` it honours it as a strict server does: a step whose text is not JSON
     matching the schema is a UserError (a bug in the script); `enforce_schema=False` plays a
-    server that ignores the schema instead.
+    server that ignores the schema instead. A `tool_choice` is honoured the same way: a step
+    that disobeys it ("required" or a name and no such call, "none" and a call) is a UserError,
+    unless `enforce_tool_choice=False` plays a server that ignores it; `seen` records it.
 
     Example: ScriptedModel([say("pong")]).respond([user("ping")]).text  ->  "pong"
     """
 
-    def __init__(self, steps=(), count_as: str | None = DEFAULT_MODEL, enforce_schema: bool = True):
+    def __init__(
+        self,
+        steps=(),
+        count_as: str | None = DEFAULT_MODEL,
+        enforce_schema: bool = True,
+        enforce_tool_choice: bool = True,
+    ):
         self.steps = list(steps)
-        self.enforce_schema = enforce_schema
+        self.enforce_schema, self.enforce_tool_choice = enforce_schema, enforce_tool_choice
         self.position = 0
         self.seen = []
         self.count_as = count_as  # whose tokenizer counts this script's usage; None: estimate
@@ -360,9 +414,15 @@ class ScriptedModel:
         tools=(),
         max_output_tokens: int | None = None,
         output_schema: OutputSchema | None = None,
+        tool_choice: str = "auto",
     ) -> Reply:
-        """The next step as a Reply, cut to the tighter of the model's and this call's cap."""
-        self.seen.append(Seen(copy.deepcopy(list(messages)), [as_tool_spec(t).name for t in tools]))
+        """The next step as a Reply, cut to the tighter of the model's and this call's cap.
+
+        Example: model.respond(messages, [get_weather], tool_choice="required")
+        """
+        names = [as_tool_spec(t).name for t in tools]
+        check_tool_choice(tool_choice, tools)
+        self.seen.append(Seen(copy.deepcopy(list(messages)), names, tool_choice))
         if not self.steps:
             raise UserError(
                 "this scripted model has no steps — offline, pass the script: "
@@ -390,6 +450,13 @@ class ScriptedModel:
                     f"{output_schema.name!r}: {problem} — a server honouring the schema never "
                     "says that; fix the step, or pass enforce_schema=False to play one ignoring it"
                 )
+        problem = disobeys(step, tool_choice) if self.enforce_tool_choice else None
+        if problem:
+            raise UserError(
+                f"script step {self.position} ({step}) disobeys tool_choice {tool_choice!r}: "
+                f"{problem} — a server honouring tool_choice never says that; fix the step, or "
+                "pass enforce_tool_choice=False to play one ignoring it"
+            )
         cap = tighter(self.max_output_tokens, max_output_tokens)
         text, said, status, reason = self._capped(step, cap)
         calls = [ToolCall(f"call_{next(self._ids)}", name, arguments) for name, arguments in said]
@@ -435,6 +502,21 @@ class ScriptedModel:
 
     def __repr__(self):
         return f"ScriptedModel({len(self.steps)} steps, {self.position} used)"
+
+
+def disobeys(step: Step, tool_choice: str) -> str | None:
+    """Why a step is not what a model told `tool_choice` may say, in a few words; None when it is.
+
+    Example: disobeys(say("hi"), "required")  ->  "it calls no tool"
+    """
+    names = [as_text(name) for name, _ in step.calls]
+    if tool_choice == "none" and names:
+        return "it calls a tool"
+    if tool_choice == "required" and not names:
+        return "it calls no tool"
+    if tool_choice not in TOOL_CHOICES and (not names or set(names) != {tool_choice}):
+        return f"it calls {', '.join(names) or 'no tool'}, not only {tool_choice}"
+    return None
 
 
 def schema_problem(text: str, output_schema: OutputSchema) -> str | None:

@@ -16,7 +16,14 @@ from importlib import metadata
 from .config import REPO_ROOT, key_required, load_settings, shown_url
 from .errors import LabkitError, UserError, explain
 from .live import ChatModel, ResponsesModel
-from .models import Message, OutputSchema, ToolCall, schema_problem, tool_message, user
+from .models import (
+    Message,
+    OutputSchema,
+    ToolCall,
+    schema_problem,
+    tool_message,
+    user,
+)
 
 WEATHER = {
     "name": "get_weather",
@@ -44,10 +51,6 @@ CHECKS = {  # check -> how the table names it
     "usage": "usage is reported",
     "after_tool": "answers after a tool output",
 }
-FORCED = {  # how each API names one function in tool_choice
-    "responses": {"type": "function", "name": "get_weather"},
-    "chat": {"type": "function", "function": {"name": "get_weather"}},
-}
 
 
 def _checks(model, api) -> dict:
@@ -69,8 +72,11 @@ def _checks(model, api) -> dict:
     ask("speaks", model.request_preview([user("Reply with the word OK.")]), lambda r: (True, ""))
     if not found["speaks"][0]:
         return found
-    forced = {**model.request_preview([user("Weather in Paris?")], [WEATHER])}
-    ask("tool_call", {**forced, "tool_choice": FORCED[api]}, _called)
+    # forced by name: each adapter writes tool_choice the way its API names one function
+    forced = model.request_preview(
+        [user("Weather in Paris?")], [WEATHER], tool_choice=WEATHER["name"]
+    )
+    ask("tool_call", forced, _called)
     asked = model.request_preview(
         [user("Is Paris in France? Answer yes or no.")], (), None, VERDICT
     )

@@ -20,7 +20,9 @@ reply it would have sent whole; the fault "cut" drops the connection half-way th
 Capabilities can be switched off to play servers that lack them: FakeServer(apis=("chat",),
 tool_calls=False, json_schema=False, usage=False), or loops=True for a server that answers a
 Responses-style tool output by calling the tool again. A JSON-schema request is answered with
-JSON filled from the schema.
+JSON filled from the schema. A tool_choice is honoured as the real API does: "none" answers in
+text, "required" calls the first tool even after a tool output, a named function calls that one;
+a tool_choice in the other API's shape, or naming no offered tool, is a 400.
 Usage: with FakeServer() as server: ResponsesModel(base_url=server.url, ...)
 """
 
@@ -64,6 +66,32 @@ def _misshape(call, fault):
     else:
         call[key] = change(call[key])
     return call
+
+
+def _bad_request(message):
+    return 400, {"error": {"message": message, "type": "invalid_request_error"}}
+
+
+def chosen(body, api, tools, answered):
+    """(error, tool): the tool the fake model calls under the body's tool_choice (None: it
+    answers in text), or a 400 for a tool_choice this API would refuse. `answered`: the last
+    input is a tool output, after which an "auto" model answers."""
+    choice, offered = body.get("tool_choice", "auto"), body.get("tools") or []
+    named = (lambda t: t.get("name")) if api == "responses" else (lambda t: t["function"]["name"])
+    if isinstance(choice, dict):
+        inner = choice if api == "responses" else choice.get("function") or {}
+        name = inner.get("name")
+        if choice.get("type") != "function" or not isinstance(name, str):
+            field = "tool_choice.name" if api == "responses" else "tool_choice.function"
+            return _bad_request(f"Missing required parameter: '{field}'."), None
+        if name not in [named(t) for t in offered]:
+            return _bad_request(f"Tool choice '{name}' not found in 'tools' parameter."), None
+        return None, next((t for t in tools if named(t) == name), None)
+    if choice not in ("auto", "none", "required"):
+        return _bad_request(f"Invalid value for 'tool_choice': {choice!r}."), None
+    if not tools or choice == "none" or (choice == "auto" and answered):
+        return None, None
+    return None, tools[0]
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -284,8 +312,11 @@ class FakeServer:
             output.append(reasoning)
         tools = (body.get("tools") or []) if self.tool_calls else []
         schema = ((body.get("text") or {}).get("format") or {}).get("schema")
-        if tools and (last.get("type") != "function_call_output" or self.loops):
-            tool = tools[0]
+        after_output = last.get("type") == "function_call_output" and not self.loops
+        refused, tool = chosen(body, "responses", tools, after_output)
+        if refused:
+            return refused
+        if tool:
             arguments = json.dumps(_fill(tool.get("parameters", {})))
             item = {
                 "type": "function_call",
@@ -406,8 +437,11 @@ class FakeServer:
         last = messages[-1] if messages else {}
         tools = (body.get("tools") or []) if self.tool_calls else []
         schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("schema")
-        if tools and last.get("role") != "tool":
-            fn = tools[0]["function"]
+        refused, tool = chosen(body, "chat", tools, last.get("role") == "tool")
+        if refused:
+            return refused
+        if tool:
+            fn = tool["function"]
             arguments = json.dumps(_fill(fn.get("parameters", {})))
             function = _misshape({"name": fn["name"], "arguments": arguments}, fault)
             message = {

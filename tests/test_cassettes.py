@@ -289,3 +289,51 @@ def test_the_committed_cassettes_hold_no_secret():
         text = tape.read_text(encoding="utf-8")
         assert load(tape).header["model"]
         assert not re.search(r"sk-[A-Za-z0-9_\-]{8,}|Bearer\s|authorization", text, re.I), tape
+
+
+# ---------------------------------------------------------------- tool_choice
+
+WEATHER = {
+    "name": "get_weather",
+    "description": "Weather for a city.",
+    "parameters": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+        "additionalProperties": False,
+    },
+}
+
+
+def test_auto_leaves_the_fingerprint_as_it_was_before_tool_choice():
+    request = canonical([user("What is the weather in Paris?")], [WEATHER], tool_choice="auto")
+    assert "tool_choice" not in request
+    assert fingerprint(request) == "sha256:8189f1f455660d6a"  # as labkit computed it before
+
+
+@pytest.mark.parametrize("choice", ["required", "none", "get_weather"])
+def test_a_tool_choice_is_part_of_the_fingerprint(choice):
+    auto = fingerprint(canonical([user("ping")], [WEATHER]))
+    assert fingerprint(canonical([user("ping")], [WEATHER], tool_choice=choice)) != auto
+
+
+def test_a_forced_run_records_and_replays_and_a_changed_choice_stops_replay(recording, monkeypatch):
+    live = run(TASK, connect(cassette="forced"), [get_weather], tool_choice="required-first")
+    entries = load(recording / "forced.jsonl").entries
+    assert live.completed == ['get_weather({"city": "Paris"})'] and len(entries) == 2
+    monkeypatch.setenv("LABKIT_MODE", "replay")
+    replayed = run(TASK, connect(cassette="forced"), [get_weather], tool_choice="required-first")
+    assert (replayed.answer, replayed.turns) == (live.answer, 2)
+    with pytest.raises(UserError, match="the output schema or the tool_choice differ"):
+        run(TASK, connect(cassette="forced"), [get_weather], tool_choice="none")
+
+
+def test_a_bad_tool_choice_is_refused_and_never_recorded(recording, monkeypatch):
+    model = connect(cassette="bad")
+    with pytest.raises(UserError, match="'always' is not allowed"):
+        model.respond([user("ping")], [get_weather], tool_choice="always")
+    assert load(recording / "bad.jsonl").entries == []
+    model.respond([user("ping")])
+    monkeypatch.setenv("LABKIT_MODE", "replay")
+    with pytest.raises(UserError, match="'always' is not allowed"):
+        connect(cassette="bad").respond([user("ping")], [get_weather], tool_choice="always")

@@ -924,3 +924,27 @@ def test_guards_work_with_the_plain_loop_too():
     echo, ran = recorder()
     model = ScriptedModel([call("echo", text="a"), call("echo", text="a")])
     assert run("x", model, [echo], guard=g.guards()).status == "repeated_action" and ran == ["a"]
+
+
+# ---------------------------------------------------------------- a forced call is still guarded
+
+
+def test_a_call_forced_by_name_still_needs_its_approval():
+    workspace, tools = office()
+    model = ScriptedModel(
+        [call("send_email", to="ana@example.com", subject="hi", body="x"), say("Not sent.")]
+    )
+    result = g.run_guarded(
+        "Email Ana.", model, tools, max_risk="high", approve=lambda c, t: "no",
+        tool_choice="send_email",
+    )  # fmt: skip
+    assert [s.tool_choice for s in model.seen] == ["send_email", "auto"]
+    assert workspace.outbox == [] and result.status == "completed"
+
+
+def test_a_policy_forcing_every_turn_is_stopped_by_the_budget():
+    model = ScriptedModel([call("calculate", expression=f"{n}+1") for n in range(5)])
+    result = g.run_guarded(
+        "Count.", model, [calculate], budget=Budget(max_turns=3), tool_choice=lambda t: "required"
+    )
+    assert result.status == "turn_limit" and result.turns == 3

@@ -16,6 +16,7 @@ from labkit import (
     ResponsesModel,
     ServiceError,
     UserError,
+    collect,
     connect,
     explain,
     tool_message,
@@ -23,6 +24,7 @@ from labkit import (
 )
 from labkit import guardrails as g
 from labkit.config import OFFICIAL_BASE_URL
+from labkit.models import choice_to_api
 from labkit.toolbox import get_weather
 
 from fake_server import FakeServer
@@ -339,3 +341,66 @@ def test_a_live_model_refuses_limits_that_cannot_work(option, value):
     with pytest.raises(UserError, match=f"{option}=") as caught:
         ChatModel(base_url="http://127.0.0.1:9/v1", **{option: value})
     assert " — " in str(caught.value)
+
+
+# ---------------------------------------------------------------- tool_choice over the SDK
+
+CALCULATE = {**WEATHER, "name": "calculate", "description": "Work out a sum (teaching data)."}
+
+
+def after_one_call(model):
+    """A history that ends with a tool output: an "auto" model now answers in text."""
+    messages = [user("What is the weather in Paris?")]
+    first = model.respond(messages, [WEATHER])
+    messages.append(first.to_message())
+    messages += [tool_message(c, json.dumps(fake_weather(c.arguments))) for c in first.tool_calls]
+    return messages
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+@pytest.mark.parametrize("cls", [ResponsesModel, ChatModel])
+@pytest.mark.parametrize(
+    "choice, called",  # the fake model calls its first tool unless told otherwise
+    [("auto", []), ("required", ["get_weather"]), ("calculate", ["calculate"])],
+)
+def test_a_tool_choice_reaches_the_server_after_a_tool_output(
+    server, cls, streamed, choice, called
+):
+    model = make(cls, server)
+    messages = after_one_call(model)
+    if streamed:
+        reply = collect(model.stream(messages, [WEATHER, CALCULATE], tool_choice=choice))
+    else:
+        reply = model.respond(messages, [WEATHER, CALCULATE], tool_choice=choice)
+    assert [c.name for c in reply.tool_calls] == called
+    sent = server.requests[-1]["body"]
+    assert sent.get("tool_choice") == (
+        model.request_preview(messages, [WEATHER, CALCULATE], tool_choice=choice).get("tool_choice")
+    )
+
+
+@pytest.mark.parametrize("cls", [ResponsesModel, ChatModel])
+def test_tool_choice_none_gets_text_where_the_model_would_call(server, cls):
+    reply = make(cls, server).respond([user("Weather in Paris?")], [WEATHER], tool_choice="none")
+    assert reply.tool_calls == [] and reply.text.startswith("fake model heard")
+    assert server.requests[-1]["body"]["tool_choice"] == "none"
+
+
+@pytest.mark.parametrize("cls, other", [(ResponsesModel, "chat"), (ChatModel, "responses")])
+def test_the_fake_server_refuses_the_other_apis_way_of_naming_a_tool(server, cls, other):
+    """Guard for the tests above: a choice written for the wrong API is a 400, as on OpenAI."""
+    model = make(cls, server)
+    body = model.request_preview([user("Weather in Paris?")], [WEATHER])
+    with pytest.raises(UserError, match="tool_choice"):
+        model.send({**body, "tool_choice": choice_to_api("get_weather", other)})
+
+
+@pytest.mark.parametrize("cls", [ResponsesModel, ChatModel])
+def test_a_guarded_run_forced_on_its_first_turn_over_the_sdk(server, cls):
+    result = g.run_guarded(
+        "Weather in Paris?", make(cls, server), [get_weather], tool_choice="required-first"
+    )
+    assert result.status == "completed" and result.completed == ['get_weather({"city": "Paris"})']
+    sent = [r["body"].get("tool_choice") for r in server.requests]
+    assert sent == ["required", None]  # "auto" after the result: nothing sent
+    assert PLANTED not in repr(result)

@@ -280,3 +280,87 @@ def test_a_finished_runs_messages_can_be_passed_on_as_history():
     second = run("And doubled?", ScriptedModel([say("10")]), [calculate], history=first.messages)
     assert [m.role for m in second.messages].count("system") == 1
     assert second.messages[1 : len(first.messages)] == first.messages[1:]
+
+
+# ---------------------------------------------------------------- a tool_choice policy per turn
+
+WEATHER_THEN_ANSWER = [call("get_weather", city="Paris"), say("14 °C in Paris.")]
+
+
+def asked(policy, steps=WEATHER_THEN_ANSWER, **options):
+    """The run, and the tool_choice the model was asked for on each turn."""
+    model = ScriptedModel(steps)
+    result = run(
+        "Weather in Paris?", model, [get_weather, calculate], tool_choice=policy, **options
+    )
+    return result, [s.tool_choice for s in model.seen]
+
+
+@pytest.mark.parametrize(
+    "policy, choices",
+    [
+        ("auto", ["auto", "auto"]),
+        ("required-first", ["required", "auto"]),
+        ("required", ["required", "auto"]),  # forcing ends with the first tool result
+        ("get_weather", ["get_weather", "auto"]),
+        (lambda turn: "get_weather" if turn == 1 else "none", ["get_weather", "none"]),
+    ],
+)
+def test_a_policy_gives_each_turn_its_tool_choice(policy, choices):
+    result, seen = asked(policy)
+    assert result.status == "completed" and seen == choices
+
+
+def test_none_holds_on_every_turn():
+    assert asked("none", [say("I cannot look that up.")])[1] == ["none"]
+
+
+def test_a_forced_call_after_a_tool_result_takes_a_function_and_max_turns_still_binds():
+    steps = [call("get_weather", city=city) for city in ("Paris", "Rome", "Oslo")]
+    result, seen = asked(lambda turn: "required", steps, max_turns=3)
+    assert seen == ["required"] * 3  # the function said so, turn by turn
+    assert result.status == "turn_limit" and result.tool_calls == 3
+
+
+def test_the_trace_says_which_turns_were_told_what():
+    result, _ = asked("required-first")
+    model_events = [e for e in result.trace.events if e.kind == "model"]
+    assert [e.detail.get("tool_choice") for e in model_events] == ["required", None]
+
+
+def test_a_streamed_run_is_forced_the_same_way():
+    result, seen = asked("required-first", stream=True)
+    assert result.status == "completed" and seen == ["required", "auto"]
+
+
+@pytest.mark.parametrize(
+    "policy, words",
+    [
+        ("always", '\'always\' is not a policy for a run — use "auto", "none", "required"'),
+        ("get_time", "an offered tool's name (get_weather, calculate)"),
+        (None, "None is not a policy"),
+    ],
+)
+def test_a_bad_policy_says_what_is_allowed_before_any_model_call(policy, words):
+    model = ScriptedModel(WEATHER_THEN_ANSWER)
+    with pytest.raises(UserError) as caught:
+        run("Weather?", model, [get_weather, calculate], tool_choice=policy)
+    assert words in str(caught.value) and model.seen == []
+
+
+def test_forcing_a_run_without_tools_is_refused():
+    with pytest.raises(UserError, match="forcing a call needs tools, and this run has none"):
+        run("hi", ScriptedModel([say("hi")]), [], tool_choice="required-first")
+
+
+def test_a_policy_function_returning_a_bad_choice_names_the_turn():
+    with pytest.raises(UserError, match="the tool_choice function, for turn 2: tool_choice 'yes'"):
+        asked(lambda turn: "required" if turn == 1 else "yes")
+
+
+def test_a_model_of_your_own_without_tool_choice_still_runs_on_auto():
+    class Parrot:  # written before tool_choice existed: respond(messages, tools) only
+        def respond(self, messages, tools):
+            return labkit.Reply(f"you said {messages[-1].content}")
+
+    assert run("hi", Parrot(), [get_weather]).answer == "you said hi"

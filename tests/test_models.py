@@ -12,6 +12,7 @@ from labkit import (
     ToolCall,
     UserError,
     call,
+    collect,
     connect,
     describe,
     incomplete,
@@ -337,3 +338,88 @@ def test_a_chat_cap_is_named_as_the_server_knows_it(base_url, field):
     where = {"base_url": base_url, "key_name": "LABKIT_API_KEY"} if base_url else {}
     body = ChatModel(api_key=KEY, max_output_tokens=64, **where).request_preview([user("hi")])
     assert body[field] == 64 and len([k for k in body if k.startswith("max_")]) == 1
+
+
+# ---------------------------------------------------------------- tool_choice
+
+CALCULATE = {**WEATHER, "name": "calculate"}
+
+
+def test_the_scripted_model_records_the_tool_choice_it_was_asked_for():
+    model = ScriptedModel([call("get_weather", city="Paris"), say("14 °C"), say("bye")])
+    model.respond([user("weather?")], [WEATHER], tool_choice="required")
+    collect(model.stream([user("weather?")], [WEATHER], tool_choice="none"))
+    model.respond([user("weather?")], [WEATHER])
+    assert [s.tool_choice for s in model.seen] == ["required", "none", "auto"]
+
+
+def test_a_computed_step_can_check_what_it_was_asked_for():
+    model = ScriptedModel([lambda messages, tools: say(f"asked for {model.seen[-1].tool_choice}")])
+    assert model.respond([user("q")], [WEATHER], tool_choice="none").text == "asked for none"
+
+
+@pytest.mark.parametrize(
+    "step, choice, words",
+    [
+        (say("It is sunny."), "required", "it calls no tool"),
+        (call("get_weather", city="Paris"), "none", "it calls a tool"),
+        (call("calculate", expression="1+1"), "get_weather", "it calls calculate, not only"),
+        (say("sunny"), "get_weather", "it calls no tool, not only get_weather"),
+    ],
+)
+def test_a_step_that_disobeys_the_tool_choice_is_a_bug_in_the_script(step, choice, words):
+    with pytest.raises(UserError, match=f"disobeys tool_choice '{choice}': {words}"):
+        ScriptedModel([step]).respond([user("q")], [WEATHER, CALCULATE], tool_choice=choice)
+    ignoring = ScriptedModel([step], enforce_tool_choice=False)  # a server that ignores it
+    assert ignoring.respond([user("q")], [WEATHER, CALCULATE], tool_choice=choice) is not None
+
+
+@pytest.mark.parametrize(
+    "choice, tools, words",
+    [
+        ("yes", [WEATHER], '\'yes\' is not allowed — use "auto", "required", "none" or'),
+        ("get_time", [WEATHER], "the name of an offered tool (get_weather)"),
+        ("get_weather", [], "a tool's name (none were offered)"),
+        ("required", [], '"required" with no tools offered'),
+        (None, [WEATHER], "None is not allowed"),
+        ({"type": "function", "name": "get_weather"}, [WEATHER], "is not allowed — use"),
+    ],
+)
+def test_a_bad_tool_choice_says_what_is_allowed(choice, tools, words):
+    for ask in (
+        lambda: ScriptedModel([say("x")]).respond([user("q")], tools, tool_choice=choice),
+        lambda: ResponsesModel(api_key=KEY).request_preview([user("q")], tools, tool_choice=choice),
+        lambda: ChatModel(api_key=KEY).request_preview([user("q")], tools, tool_choice=choice),
+    ):
+        with pytest.raises(UserError) as caught:
+            ask()
+        assert words in str(caught.value)
+
+
+FORCED = {  # what each API is sent: a word is a word; one tool is named its own way
+    ("responses", "required"): "required",
+    ("responses", "none"): "none",
+    ("responses", "get_weather"): {"type": "function", "name": "get_weather"},
+    ("chat", "required"): "required",
+    ("chat", "none"): "none",
+    ("chat", "get_weather"): {"type": "function", "function": {"name": "get_weather"}},
+}
+
+
+@pytest.mark.parametrize("api, choice", list(FORCED))
+def test_request_preview_translates_the_tool_choice_for_each_api(api, choice):
+    cls = ResponsesModel if api == "responses" else ChatModel
+    body = cls(api_key=KEY).request_preview([user("q")], [WEATHER], tool_choice=choice)
+    assert body["tool_choice"] == FORCED[api, choice]
+    module = request_preview([user("q")], [WEATHER], api, "gpt-5-mini", tool_choice=choice)
+    assert module["tool_choice"] == FORCED[api, choice]
+
+
+@pytest.mark.parametrize("cls", [ResponsesModel, ChatModel])
+def test_auto_and_a_choice_without_tools_are_never_sent(cls):
+    model = cls(api_key=KEY)
+    assert model.request_preview([user("q")], [WEATHER], tool_choice="auto") == (
+        model.request_preview([user("q")], [WEATHER])
+    )
+    assert "tool_choice" not in model.request_preview([user("q")], [WEATHER])
+    assert "tool_choice" not in model.request_preview([user("q")], [], tool_choice="none")
