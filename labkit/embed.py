@@ -248,8 +248,9 @@ def cosine_top_k(query, vectors, k: int) -> list:
              ->  [(1, 1.0)]
     """
     matrix = _as_matrix(vectors, "the vectors")
-    single = torch.as_tensor(query).ndim == 1
-    queries = _as_matrix(torch.as_tensor(query).reshape(1, -1) if single else query, "the queries")
+    query = torch.as_tensor(query)
+    single = query.ndim == 1
+    queries = _as_matrix(query.reshape(1, -1) if single else query, "the queries")
     if queries.shape[1] != matrix.shape[1]:
         raise UserError(
             f"the query has {queries.shape[1]} numbers per vector but the index has "
@@ -258,24 +259,31 @@ def cosine_top_k(query, vectors, k: int) -> list:
     # dividing by max(norm, eps) keeps a zero vector zero, so it scores 0, not NaN; dividing the
     # scores by the norms never copies the matrix (F.normalize(matrix) would, at every call)
     asked, rows, norms = queries.numpy(), matrix.numpy(), row_norms(matrix)
-    lengths = np.maximum(np.sqrt(np.einsum("ij,ij->i", asked, asked)), 1e-12)
     k = max(0, min(k, len(rows)))
+    if single:  # the common case, as an agent asks: no more work than the one query needs
+        one = asked[0]
+        return _best(_dot_one_core(rows, one) / (max(np.sqrt(one @ one), 1e-12) * norms), k)
+    lengths = np.maximum(np.sqrt(np.einsum("ij,ij->i", asked, asked)), 1e-12)
     if len(asked) >= BLAS_FROM:  # many queries: one matrix product, on every core
         return _best_of_each((queries @ matrix.T).numpy() / (lengths[:, None] * norms), k)
     # a few queries: one core each, as faiss does below 20 (BLAS waits for busy cores)
-    found = [
+    return [
         _best(_dot_one_core(rows, q) / (n * norms), k) for q, n in zip(asked, lengths, strict=True)
     ]
-    return found[0] if single else found
 
 
 def _dot_one_core(rows, one, block: int = 1024):
     """rows @ one in blocks small enough that BLAS keeps each on one core: a threaded
     matrix-vector product waits for busy cores, and a learner's machine is rarely idle."""
+    if len(rows) <= block:
+        return rows @ one
     out = np.empty(len(rows), dtype=np.float32)
     for i in range(0, len(rows), block):
         np.dot(rows[i : i + block], one, out=out[i : i + block])
     return out
+
+
+SORT_BELOW = 512  # up to this many rows, _best sorts them all
 
 
 def _best(scores, k: int) -> list:
@@ -283,6 +291,9 @@ def _best(scores, k: int) -> list:
 
     argpartition finds the k best without sorting every row; when a row left out ties the k-th
     score, every row is sorted, stably, so the tie still goes to the lower row."""
+    if len(scores) <= SORT_BELOW:  # a few rows: one stable sort is quicker than the tie check
+        picked = np.argsort(-scores, kind="stable")[:k]
+        return list(zip(picked.tolist(), scores[picked].tolist(), strict=True))
     picked = np.argpartition(-scores, k - 1)[:k] if 0 < k < len(scores) else np.arange(k)
     picked = picked[np.lexsort((picked, -scores[picked]))]  # by score, then by row
     if 0 < k < len(scores) and np.count_nonzero(scores >= scores[picked[-1]]) > k:
