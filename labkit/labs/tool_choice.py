@@ -3,8 +3,9 @@
 Outside the lessons (see labkit.labs). Every task runs once per policy: "auto" (the model decides),
 "required-first" (a tool call required on turn 1, auto after) and "by name" (turn 1 forced to the
 tool the version's script calls first: the right tool by construction, so what it measures is the
-arguments). Per policy: the right first tool, valid arguments, task success (each with its 95%
-bootstrap interval), tokens; then each forced policy against auto on the same cases (McNemar).
+arguments). Per policy: the right first tool, valid arguments (parsed, and fit the schema), task
+success (each with its 95% bootstrap interval), the calls the tools ran without error, tokens; then
+each forced policy against auto on the same cases (McNemar).
 Recorded from SmolLM2 by `make tool-choice-table`; 10_evals replays the cassette.
 """
 
@@ -16,6 +17,8 @@ from ..suite import run_task
 from ..trace import clip
 
 POLICIES = ("auto", "required-first", "by name")
+# the result kinds of arguments labkit could not accept: not JSON, not the schema, not text
+ARGUMENT_ERRORS = ("invalid_json", "invalid_arguments", "invalid_text", "malformed_call")
 CASSETTE = "10_tool_choice"  # data/cassettes/10_tool_choice.jsonl
 
 
@@ -37,7 +40,7 @@ class PolicyRow:
     policy: str
     outcomes: list  # [suite.Outcome], in suite order
     right_tool: list  # per task: the first call is the reference's first tool
-    valid: list  # per task: it called a tool and labkit's validation passed every call
+    valid: list  # per task: it called a tool and every call's arguments parsed and fit the schema
 
     def success(self) -> list:
         return [o.success for o in self.outcomes]
@@ -52,15 +55,16 @@ class PolicyReport:
         n = len(self.rows[0].outcomes)
         head = (
             f"{'policy':<15} {'right tool':<24} {'valid arguments':<24} {'success':<24} "
-            f"{'calls':>5} {'tokens':>6}"
+            f"{'calls ran ok':>12} {'tokens':>6}"
         )
         lines = [f"{n} tasks, version {self.version}", head]
         for r in self.rows:
             cells = [_rate(r.right_tool), _rate(r.valid), _rate(r.success())]
-            calls = sum(len(o.calls) for o in r.outcomes)
+            made = [c[2] for o in r.outcomes for c in o.calls]
+            calls = f"{made.count('ok')}/{len(made)}"
             tokens = sum(o.tokens for o in r.outcomes)
             lines.append(f"{r.policy:<15} " + " ".join(f"{c:<24}" for c in cells)
-                         + f" {calls:>5} {tokens:>6}")  # fmt: skip
+                         + f" {calls:>12} {tokens:>6}")  # fmt: skip
         auto = self.rows[0]
         for r in self.rows[1:]:
             right = compare(auto.right_tool, r.right_tool)
@@ -89,7 +93,7 @@ def policy_table(suite, model_for=None, version: str = "v2", policies=POLICIES) 
             o = run_task(task, model, v, suite.sources, suite.max_turns, tool_choice=choice)
             outcomes.append(o)
             right.append(bool(o.calls) and o.calls[0][0] == first_tool(task, version))
-            valid.append(bool(o.calls) and all(c[2] != "invalid_arguments" for c in o.calls))
+            valid.append(bool(o.calls) and all(c[2] not in ARGUMENT_ERRORS for c in o.calls))
         rows.append(PolicyRow(policy, outcomes, right, valid))
     return PolicyReport(version, rows)
 
