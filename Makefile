@@ -4,7 +4,8 @@
 #   make lint   ruff: lint and format check of labkit, tests, benchmarks and .ci
 # Optional, a real model with no key: `make local-model` installs and serves SmolLM2-135M on
 # 127.0.0.1; `make test-local` runs every notebook live against it; `make cassettes NB=...`
-# records a notebook's Go live cells into data/cassettes/ (PROVIDER=local by default).
+# records a notebook's Go live cells into data/cassettes/ (PROVIDER=local by default);
+# `make tool-choice-table` re-records 10_evals' table of SmolLM2 under three tool_choice policies.
 # Maintainers: `make notebooks` re-executes notebooks in a fresh kernel the way the tests
 # compare them; `make lock` regenerates requirements-lock.txt from requirements.txt.
 
@@ -42,7 +43,7 @@ BFCL    := $(VENV)/bfcl-eval/.installed
 PROVIDER ?= local
 
 .PHONY: lab test test-all lint notebooks lock bench clean-venv venv-not-ready local-model test-local \
-	cassettes
+	cassettes tool-choice-table
 
 # 1. refuse a Python the lock does not install on; 2. rebuild a .venv made by another Python
 # (an older one, or one that no longer runs); 3. install, which resumes a half-finished install;
@@ -132,6 +133,12 @@ test-local: $(LOCAL)
 cassettes: $(STAMP)
 	$(if $(filter local,$(PROVIDER)),@$(MAKE) --no-print-directory $(LOCAL))
 	$(BIN)/python .ci/execute_notebooks.py --mode record --provider $(PROVIDER) --keep $(NB)
+
+# 10_evals' tool_choice table, re-recorded: SmolLM2 runs the agent suite under tool_choice auto,
+# required-first and by name (72 runs, minutes on 2 cores) into data/cassettes/10_tool_choice.jsonl,
+# which 10_evals replays; then re-execute 10: make notebooks NB=notebooks/10_evals.ipynb
+tool-choice-table: $(LOCAL)
+	LABKIT_MODE=record LABKIT_PROVIDER=local $(BIN)/python -m labkit evals tool-choice agent_suite
 
 # The lock is resolved by whichever Python runs this, so it is then checked against PY_MIN: a pin
 # whose Requires-Python excludes PY_MIN fails here, not on a learner's machine.

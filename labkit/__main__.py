@@ -154,7 +154,33 @@ def evals_parser(prog="python -m labkit evals"):
     run.add_argument(
         "--alpha", type=float, default=0.05, help="significance (default: %(default)s)"
     )
+    policies = commands.add_parser(
+        "tool-choice",
+        help="run a suite under tool_choice auto, required-first and by name: one table",
+    )
+    policies.add_argument("suite", help="a suite file, or a name in data/evals, e.g. agent_suite")
+    policies.add_argument("--version", default="v2", help="the agent version (default: v2)")
     return parser
+
+
+def tool_choice_main(args) -> int:
+    """`evals tool-choice`: the policy table, offline from the scripts, else from the model the
+    settings give (record: into data/cassettes/10_tool_choice.jsonl; the local model is started
+    for the run when LABKIT_PROVIDER=local and none serves)."""
+    from .config import load_settings
+    from .labs import load_suite
+    from .labs.tool_choice import CASSETTE, policy_table
+    from .live import connect, describe
+
+    suite, s = load_suite(args.suite), load_settings()
+    live = s.mode != "offline"
+    local = s.provider == "local" and s.mode in ("live", "record")
+    with local_server() if local else contextlib.nullcontext():
+        how = describe(connect(cassette=CASSETTE)) if live else "offline: the scripts"
+        print(f"suite {suite.name}, version {args.version} — {how}")
+        print(policy_table(suite, (lambda task: connect(cassette=CASSETTE)) if live else None,
+                           args.version))  # fmt: skip
+    return 0
 
 
 def evals_main(argv=None, prog="python -m labkit evals"):
@@ -170,6 +196,8 @@ def evals_main(argv=None, prog="python -m labkit evals"):
 
     args = evals_parser(prog).parse_args(argv)
     try:
+        if args.command == "tool-choice":
+            return tool_choice_main(args)
         if not 0 < args.alpha < 1:
             raise UserError(f"--alpha {args.alpha} is not a significance level — use e.g. 0.05")
         suite = load_suite(args.suite)

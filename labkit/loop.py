@@ -232,8 +232,9 @@ def model_turn(
         return None
     run.usage = run.usage + (reply.usage or Usage())
     event = run.trace.model(run.turns, reply, clock() - asked)
-    if tool_choice != "auto":
+    if tool_choice != "auto":  # the trace says which turns were forced (or told "none")
         event.detail["tool_choice"] = tool_choice
+        event.summary += f"  (tool_choice {tool_choice})"
     run.messages.append(reply.to_message())
     return reply
 

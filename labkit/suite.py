@@ -59,6 +59,7 @@ class Outcome:
     cost: float | None  # USD, estimated with PRICES; None for a model without a price
     seconds: float  # how long the run took
     final: str  # the answer that was scored
+    calls: tuple = ()  # each tool call in order: (name, arguments, "ok" or its error kind)
 
 
 def run_task(
@@ -68,17 +69,26 @@ def run_task(
     sources=None,
     max_turns: int = 6,
     clock=time.perf_counter,
+    tool_choice="auto",
 ) -> Outcome:
     """Run one task through the 05 guarded loop and score it: success is an answer that passes
     score_answer (with `sources` when the task must cite); a run stopped by a limit has none.
+    tool_choice: the run's policy, as for run_guarded (e.g. "required-first").
 
     Example: run_task(task, ScriptedModel(task.scripts["v1"]), v1).success  ->  True
     """
     budget = Budget(max_turns=max_turns)
     result = run_guarded(
-        task.task, model, task.tools, budget=budget, system=version.system, clock=clock
+        task.task,
+        model,
+        task.tools,
+        budget=budget,
+        system=version.system,
+        clock=clock,
+        tool_choice=tool_choice,
     )
     score = score_answer(result.answer, task.answer, sources if task.cite else None)
+    results = [e.detail for e in result.trace.events if e.kind == "tool" and "result" in e.detail]
     return Outcome(
         task.id,
         score.passed,  # a run that did not complete has no answer (loop.run), so it fails
@@ -90,7 +100,15 @@ def run_task(
         float(budget.cost) if budget.model in PRICES else None,
         result.elapsed,
         score.final,
+        tuple((r["name"], r["arguments"], _kind(r["result"])) for r in results),
     )
+
+
+def _kind(result) -> str:
+    """A tool result in one word: "ok", or its error kind (e.g. "invalid_arguments")."""
+    if not isinstance(result, dict):
+        return "error"
+    return "ok" if result.get("ok", False) else str(result.get("error", "error"))
 
 
 def _money(cost):

@@ -326,6 +326,8 @@ def test_the_trace_says_which_turns_were_told_what():
     result, _ = asked("required-first")
     model_events = [e for e in result.trace.events if e.kind == "model"]
     assert [e.detail.get("tool_choice") for e in model_events] == ["required", None]
+    first, second = result.trace.lines()[0], result.trace.lines()[2]
+    assert "(tool_choice required)" in first and "tool_choice" not in second  # read, not parsed
 
 
 def test_a_streamed_run_is_forced_the_same_way():

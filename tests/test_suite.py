@@ -91,6 +91,24 @@ def test_model_for_replaces_the_scripts_for_every_task():
     assert seen == [t.id for t in SUITE.tasks] and not any(report.successes())
 
 
+def test_a_task_runs_under_a_tool_choice_and_its_outcome_lists_each_call_and_result():
+    unit = task([call("get_weather", town="Paris"), call("get_weather", city="Paris"),
+                 say("FINAL ANSWER: 57.2")])  # fmt: skip
+    model = ScriptedModel(unit.scripts["plain"])
+    outcome = run_task(unit, model, PLAIN, tool_choice="get_weather")
+    assert [s.tool_choice for s in model.seen] == ["get_weather", "auto", "auto"]
+    assert outcome.calls == (
+        ("get_weather", '{"town": "Paris"}', "invalid_arguments"),
+        ("get_weather", '{"city": "Paris"}', "ok"),
+    )
+
+
+def test_a_script_that_disobeys_the_tool_choice_is_a_script_bug():
+    unit = task([say("FINAL ANSWER: 57.2")])
+    with pytest.raises(UserError, match="disobeys tool_choice 'required'"):
+        run_task(unit, ScriptedModel(unit.scripts["plain"]), PLAIN, tool_choice="required-first")
+
+
 # ---------------------------------------------------------------- the frozen suite
 
 

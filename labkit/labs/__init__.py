@@ -7,7 +7,8 @@ loop_scenarios.json), their tools (with exchange_rate's deliberate bug) and the 
 exfiltration trials, detector scoring. 06_rag: the frozen query set and its ranking metrics.
 08_context: the frozen long conversation, its probes and the three compaction strategies. 09_mcp:
 hostile MCP servers (poisoning, rug pull, shadowing, confused deputy) and their trials.
-10_evals: the frozen tool-call set and its table, the agent suite, the judges' human labels, plots.
+10_evals: the frozen tool-call set and its table, the agent suite (and its tool_choice policy
+table), the judges' human labels, plots.
 Beside the hand-written pieces, what production runs: 03 the frozen memory set (data/evals/
 memory_queries.json) in SQLite FTS5, 06 faiss IndexFlatIP, 07 the refund as a DBOS workflow.
 
@@ -74,6 +75,7 @@ from .scenarios import (
     script_step,
     succeeded,
 )
+from .tool_choice import POLICIES, PolicyReport, calls_made, first_tool, policy_table
 from .workspace import (
     EXFILTRATION,
     INJECTIONS,
