@@ -303,8 +303,14 @@ def _run_cases(fn, task, broken, report) -> int:
     return passed
 
 
-def _run_differential(fn, task, broken, report) -> int:
-    """Compare fn with the reference on generated inputs, into `report`; 1 if they agree."""
+AFTER_CASES = "fix the mistakes the cases above show first, then run the check again"
+
+
+def _run_differential(fn, task, broken, report, after_cases=False) -> int:
+    """Compare fn with the reference on generated inputs, into `report`; 1 if they agree.
+
+    A difference after failing cases is not blamed on a rule: which mistake an input shows is
+    not known, and a hint must never name a rule this input does not break."""
     number = len(task.cases) + 1
     tried, found = differential(fn, task)
     if found is None:
@@ -314,12 +320,13 @@ def _run_differential(fn, task, broken, report) -> int:
     show = task.show or repr
     reference = ("returns " if expected[0] == "returned" else "") + _said(expected, show)
     yours = ("returned " if got[0] == "returned" else "") + _said(got, show)
-    rule = broken[0] if broken else ""
-    hint = (
-        _rule(task, rule).hint
-        if rule
-        else "no rule's small input shows this mistake: work this input out by hand"
-    )
+    rule = broken[0] if broken and not after_cases else ""
+    if after_cases:
+        hint = AFTER_CASES
+    elif rule:
+        hint = _rule(task, rule).hint
+    else:
+        hint = "no rule's small input shows this mistake: work this input out by hand"
     problem = f"on {_call_text(fn, found, task)} the reference {reference}, yours {yours}"
     report.fail(number, "generated inputs", problem, hint, rule)
     return 0
@@ -350,7 +357,7 @@ def check(fn, task: str | Task, quiet: bool = False) -> CheckResult:
         broken = broken_rules(fn, task)  # in teaching order: the first one is hinted at
         passed = _run_cases(fn, task, broken, report)
         if task.inputs is not None:
-            passed += _run_differential(fn, task, broken, report)
+            passed += _run_differential(fn, task, broken, report, passed < len(task.cases))
         advice = " — read the hints above, change your function, and run this cell again"
         report.lines.append(f"{passed}/{total} passed" + ("" if passed == total else advice))
     if name and passed == total and fn is not task.reference:

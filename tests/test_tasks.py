@@ -5,6 +5,7 @@ pass (mutation testing of the checker: a checker that lets one through fails her
 import json
 import re
 import string
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -1045,6 +1046,21 @@ def test_the_differential_line_shows_the_smallest_input_and_both_results(capsys)
     assert line.endswith(
         "on <lambda>([False], [0]) the reference returns False, yours returned True"
     )
+
+
+def test_after_failing_cases_the_generated_input_names_no_rule():
+    """04's stub: whitespace and cut-short cases fail; its generated input is cut short, and
+    blaming the first broken rule (white space) would name a rule that input does not break."""
+
+    def stub(reply):
+        if reply.tool_calls:
+            return "run_tools"
+        return "completed" if reply.text else "empty_output"
+
+    result = check(stub, "04_loop", quiet=True)
+    assert "generated inputs" in result.lines[-2]
+    assert result.lines[-2].endswith(f"hint: {sys.modules['labkit.check'].AFTER_CASES}")
+    assert "white space" not in result.lines[-2] and result.rules[-1] != "generated inputs"
 
 
 def test_an_exception_on_a_generated_input_is_one_line(capsys):
