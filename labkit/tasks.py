@@ -17,10 +17,9 @@ from .errors import ToolError
 from .evals import normalize_answer
 from .guardrails import same_call
 from .live import read_output
-from .loop import next_action
 from .mcp import changed_tools, pin
 from .memory import KINDS, MAX_CHARS, SOURCES, TTL_DAYS, record_problems
-from .models import Message, Reply, ToolCall, system, tool_message, user
+from .models import Message, ToolCall, system, tool_message, user
 from .rag import rrf
 from .schema import json_equal
 
@@ -444,79 +443,171 @@ def _changed(good, record):
     return "the good record with " + changed + (f", no {', '.join(missing)}" if missing else "")
 
 
+def unanswered(messages: list) -> list:
+    """The ids of the tool calls in a history that no tool message answers, in the order asked.
+
+    What a stopped run must answer ("not_run") before the history can be sent again; loop.finish
+    does it (the tests check the two agree). Example: unanswered([Message("assistant", "",
+    [ToolCall("call_1", "f", "{}")])])  ->  ["call_1"]
+    """
+    answered = {m.tool_call_id for m in messages if m.role == "tool"}
+    asked = [c.id for m in messages if m.role == "assistant" for c in m.tool_calls]
+    return [i for i in asked if i not in answered]
+
+
+def _history(value):
+    """A history as the learner reads it: [user, assistant calls call_1 call_2, tool call_1]."""
+    if not isinstance(value, list) or not all(isinstance(m, Message) for m in value):
+        return repr(value)
+
+    def one(m):
+        if m.tool_calls:
+            return f"assistant calls {' '.join(c.id for c in m.tool_calls)}"
+        return f"tool {m.tool_call_id}" if m.role == "tool" else m.role
+
+    return "[" + ", ".join(one(m) for m in value) + "]"
+
+
+def _histories_with_calls():
+    """Histories of user turns, assistant turns with 0-3 calls, and answers to some of the calls
+    (after them, in any order), now and then a tool message for a call that is not there."""
+
+    def build(turns):
+        messages, number = [], 0
+        for calls, answered, order, stray in turns:
+            ids = [f"call_{number + i + 1}" for i in range(calls)]
+            number += calls
+            messages.append(user("go") if not calls else Message("assistant", "", [
+                ToolCall(i, "f", "{}") for i in ids]))  # fmt: skip
+            done = [i for i, yes in zip(ids, answered, strict=False) if yes]
+            messages += [tool_message(ToolCall(i, "f", "{}"), "{}") for i in order(done)]
+            if stray:
+                messages.append(Message("tool", "{}", tool_call_id="call_99"))
+        return messages
+
+    turn = st.tuples(
+        st.integers(0, 3),
+        st.lists(st.booleans(), min_size=3, max_size=3),
+        st.sampled_from([list, lambda ids: ids[::-1]]),
+        st.booleans(),
+    )
+    return st.lists(turn, max_size=4).map(build)
+
+
 def loop_task():
     """The 04_loop task. Example: check(my_function, "04_loop")"""
-    weather = ToolCall("call_1", "get_weather", '{"city": "Paris"}')
-    cut = {"status": "incomplete", "incomplete_reason": "max_output_tokens"}
-    replies = st.builds(
-        lambda text, calls, status: Reply(text, calls, status=status),
-        st.sampled_from(["", " ", " \n ", "\t", "Done.", " It is 14 °C. ", "…"]) | TEXT,
-        st.lists(st.just(weather), max_size=2),
-        st.sampled_from(["completed", "incomplete"]),
-    )
-    return Task(
-        "decide what the loop does with a reply (next_action)",
+
+    def calls(*ids, text=""):
+        return Message("assistant", text, [ToolCall(i, "get_weather", "{}") for i in ids])
+
+    def out(i):
+        return tool_message(ToolCall(i, "get_weather", "{}"), '{"ok": true}')
+
+    ask, answer = user("Weather in Paris and Rome?"), Message("assistant", "Sunny, both.")
+    task = Task(
+        "the calls a stopped run must still answer: unanswered(messages) -> [call ids]",
         [
-            Case("a plain answer", (Reply("It is 14 °C."),), "completed", rule="answer"),
-            Case("one tool call", (Reply("", [weather]),), "run_tools", rule="calls run"),
             Case(
-                "text and a tool call",
-                (Reply("Checking.", [weather]),),
-                "run_tools",
-                rule="calls beside text",
-            ),
-            Case("nothing at all", (Reply(""),), "empty_output", rule="empty"),
-            Case("only whitespace", (Reply(" \n "),), "empty_output", rule="whitespace"),
+                "every call answered",
+                ([ask, calls("call_1"), out("call_1"), answer],),
+                [],
+                rule="answered calls",
+            ),  # fmt: skip
             Case(
-                "cut short", (Reply("The answer is", **cut),), "model_incomplete", rule="cut short"
+                "a call left unanswered",
+                ([ask, calls("call_1")],),
+                ["call_1"],
+                rule="unanswered calls",
+            ),  # fmt: skip
+            Case(
+                "two parallel calls, one answered",
+                ([ask, calls("call_1", "call_2"), out("call_2")],),
+                ["call_1"],
+                rule="parallel calls",
             ),
             Case(
-                "cut short with a call",
-                (Reply("", [weather], status="incomplete"),),
-                "model_incomplete",
-                rule="cut-short calls",
+                "answers in another order",
+                ([ask, calls("call_1", "call_2"), out("call_2"), out("call_1")],),
+                [],
+                rule="any order",
             ),
+            Case(
+                "an earlier turn's call",
+                ([ask, calls("call_1"), calls("call_2"), out("call_2")],),
+                ["call_1"],
+                rule="every turn",
+            ),
+            Case(
+                "in the order asked",
+                ([ask, calls("call_2", "call_1")],),
+                ["call_2", "call_1"],
+                rule="order asked",
+            ),
+            Case(
+                "a result for a call that is not there",
+                ([ask, Message("tool", "{}", tool_call_id="call_9")],),
+                [],
+                rule="only calls",
+            ),
+            Case("no calls at all", ([ask, answer],), [], rule="no calls"),
         ],
-        reference=next_action,
+        reference=unanswered,
+        show=_history,
         rules=[
-            Rule("answer", (Reply("Done."),), "text and no tool calls: the model is done"),
-            Rule("calls run", (Reply("", [weather]),), "any tool call means: run the tools"),
             Rule(
-                "calls beside text",
-                (Reply("Checking.", [weather]),),
-                "text next to a call is commentary; the calls still have to run",
-            ),
-            Rule("empty", (Reply(""),), "no text and no calls is empty_output, not an answer"),
-            Rule(
-                "whitespace",
-                (Reply("\t"),),
-                "strip the text before deciding it is an answer: white space alone is empty_output",
+                "a list",
+                ([calls("call_1")],),
+                "return a list of call ids (ToolCall.id), not the calls or the messages",
+                compare=lambda got, expected: (
+                    isinstance(got, list) and all(isinstance(i, str) for i in got)
+                ),
             ),
             Rule(
-                "cut short",
-                (Reply("The answer is", **cut),),
-                "check reply.status first: a cut-short reply is not an answer",
+                "answered calls",
+                ([calls("call_1"), out("call_1")],),
+                "a call is answered by a tool message whose tool_call_id is the call's id: leave "
+                "it out",
             ),
             Rule(
-                "cut-short calls",
-                (Reply("", [weather], status="incomplete"),),
-                "a call from a cut-short reply may have truncated arguments: never run it",
+                "unanswered calls",
+                ([calls("call_1")],),
+                "a call with no tool message for its id is unanswered: return its id",
             ),
             Rule(
-                "cut short before empty",
-                (Reply("", status="incomplete"),),
-                "test the status before the text: a reply cut short before its first word is "
-                "model_incomplete, not empty_output",
+                "parallel calls",
+                ([calls("call_1", "call_2"), out("call_1")],),
+                "one reply may ask for several calls: check each of them",
             ),
+            Rule(
+                "any order",
+                ([calls("call_1", "call_2"), out("call_2"), out("call_1")],),
+                "results come in any order: look the id up among all tool messages, not only "
+                "the one right after the call",
+            ),
+            Rule(
+                "every turn",
+                ([calls("call_1"), calls("call_2"), out("call_2")],),
+                "look at every assistant message, not only the last one",
+            ),
+            Rule(
+                "order asked",
+                ([calls("call_2", "call_1")],),
+                "return the ids in the order the calls were asked (a set loses it)",
+            ),
+            Rule(
+                "only calls",
+                ([Message("tool", "{}", tool_call_id="call_9")],),
+                "return only ids of calls in the history: a tool message alone is nothing to "
+                "answer",
+            ),
+            Rule("no calls", ([ask, answer],), "no calls, nothing to answer: []"),
         ],
-        inputs=lambda: st.tuples(replies),
-        show_input=lambda args: _reply(args[0]),
+        inputs=lambda: st.tuples(_histories_with_calls()),
+        show_input=lambda args: _history(args[0]),
     )
-
-
-def _reply(reply):
-    calls = f", {len(reply.tool_calls)} tool call(s)" if reply.tool_calls else ""
-    return f"Reply({reply.text!r}{calls}, status={reply.status!r})"
+    for rule in task.rules[1:]:  # a result of the wrong shape breaks every rule: blame the shape
+        rule.needs = ("a list",)
+    return task
 
 
 def _arguments_pairs():

@@ -16,22 +16,24 @@ from labkit.context import split_turns, truncate
 from labkit.evals import normalize_answer
 from labkit.guardrails import same_call
 from labkit.live import read_output
-from labkit.loop import next_action
+from labkit.loop import run
 from labkit.mcp import changed_tools, pin
 from labkit.memory import record_problems
-from labkit.models import Message, Reply, system, tool_message, user
+from labkit.models import Message, ScriptedModel, call, system, tool_message, user
+from labkit.models import turn as one_turn
 from labkit.rag import rrf
 from labkit.runtime import ToolRuntime
 from labkit.schema import json_equal
 from labkit.swe import resolved
-from labkit.tasks import TASKS, fit_turns, status_after
+from labkit.tasks import TASKS, fit_turns, status_after, unanswered
+from labkit.toolbox import calculate
 from labkit.tools import tool
 
 REFERENCES = {
     "01_setup": read_output,
     "02_tools": json_equal,
     "03_memory": record_problems,
-    "04_loop": next_action,
+    "04_loop": unanswered,
     "05_guardrails": same_call,
     "06_rag": rrf,
     "07_runtime": status_after,
@@ -356,67 +358,83 @@ def validate_by_table(record):
 # 04_loop ----------------------------------------------------------------------------------------
 
 
-def loop_stub(reply):
-    if reply.tool_calls:
-        return "run_tools"
-    return "completed" if reply.text else "empty_output"
+def asst(*ids):
+    return Message("assistant", "", [ToolCall(i, "get_weather", "{}") for i in ids])
 
 
-def status_after_calls(reply):
-    if reply.tool_calls:
-        return "run_tools"
-    if reply.status != "completed":
-        return "model_incomplete"
-    return "completed" if reply.text.strip() else "empty_output"
+def out(i):
+    return tool_message(ToolCall(i, "get_weather", "{}"), '{"ok": true}')
 
 
-def reason_not_status(reply):
-    if reply.incomplete_reason:
-        return "model_incomplete"
-    if reply.tool_calls:
-        return "run_tools"
-    return "completed" if reply.text.strip() else "empty_output"
+def asked_ids(messages):
+    return [c.id for m in messages if m.role == "assistant" for c in m.tool_calls]
 
 
-def text_wins(reply):
-    if reply.status != "completed":
-        return "model_incomplete"
-    if reply.text.strip():
-        return "completed"
-    return "run_tools" if reply.tool_calls else "empty_output"
+def tool_ids(messages):
+    return [m.tool_call_id for m in messages if m.role == "tool"]
 
 
-def never_empty(reply):
-    if reply.status != "completed":
-        return "model_incomplete"
-    return "run_tools" if reply.tool_calls else "completed"
+def last_turn_only(messages):  # the notebook's stub
+    last = [m for m in messages if m.role == "assistant"][-1:]
+    return [c.id for m in last for c in m.tool_calls if c.id not in tool_ids(messages)]
 
 
-def empty_before_status(reply):
-    if not reply.text.strip() and not reply.tool_calls:
-        return "empty_output"
-    if reply.status != "completed":
-        return "model_incomplete"
-    return "run_tools" if reply.tool_calls else "completed"
+def the_next_message(messages):
+    """Call k of a reply is answered only by the k-th message after it."""
+    missing = []
+    for i, m in enumerate(messages):
+        for k, c in enumerate(m.tool_calls if m.role == "assistant" else []):
+            after = messages[i + 1 + k] if i + 1 + k < len(messages) else None
+            if not (after and after.role == "tool" and after.tool_call_id == c.id):
+                missing.append(c.id)
+    return missing
 
 
-def next_action_table(reply):
-    key = (reply.status == "completed", bool(reply.tool_calls), bool(reply.text.strip()))
-    if not key[0]:
-        return "model_incomplete"
-    return {(True, False): "run_tools", (True, True): "run_tools", (False, True): "completed"}.get(
-        key[1:], "empty_output"
-    )
+def ids_as_a_set(messages):
+    return sorted(set(asked_ids(messages)) - set(tool_ids(messages)))
 
 
-def next_action_early_returns(reply):
-    if reply.status == "incomplete":
-        return "model_incomplete"
-    if len(reply.tool_calls) > 0:
-        return "run_tools"
-    if reply.text.isspace() or reply.text == "":
-        return "empty_output"
-    return "completed"
+def the_calls(messages):
+    return [c for m in messages if m.role == "assistant" for c in m.tool_calls
+            if c.id not in tool_ids(messages)]  # fmt: skip
+
+
+def either_side(messages):
+    asked, answered = asked_ids(messages), tool_ids(messages)
+    return [i for i in asked if i not in answered] + [i for i in answered if i not in asked]
+
+
+def the_answered(messages):
+    return [i for i in asked_ids(messages) if i in tool_ids(messages)]
+
+
+def first_result_only(messages):
+    first = next((m.tool_call_id for m in messages if m.role == "tool"), None)
+    return [i for i in asked_ids(messages) if i != first]
+
+
+def last_two_turns(messages):  # right on every named case: only generated inputs catch it
+    last = [m for m in messages if m.role == "assistant"][-2:]
+    return [c.id for m in last for c in m.tool_calls if c.id not in tool_ids(messages)]
+
+
+def pending_dict(messages):
+    pending = {}
+    for m in messages:
+        if m.role == "assistant":
+            pending.update(dict.fromkeys(c.id for c in m.tool_calls))
+        elif m.role == "tool":
+            pending.pop(m.tool_call_id, None)
+    return list(pending)
+
+
+def with_any(messages):
+    unanswered = []
+    for m in messages:
+        for c in m.tool_calls:
+            if not any(n.role == "tool" and n.tool_call_id == c.id for n in messages):
+                unanswered.append(c.id)
+    return unanswered
 
 
 # 05_guardrails ----------------------------------------------------------------------------------
@@ -851,15 +869,17 @@ WRONG = {
     "03 ttl read by index": ("03_memory", validator(ttl_indexed=True), "ttl required", None),
     "03 ttl from zero": ("03_memory", validator(ttl_from_zero=True), "ttl range", None),
     "03 ends excluded": ("03_memory", validator(ends_excluded=True), "ends allowed", None),
-    "04 the notebook's stub": ("04_loop", loop_stub, "whitespace", (Reply(" "),)),
-    "04 status after calls": ("04_loop", status_after_calls, "cut-short calls",
-                              (Reply("", [C], status="incomplete"),)),
-    "04 reason, not status": ("04_loop", reason_not_status, "cut-short calls",
-                              (Reply("", [C], status="incomplete"),)),
-    "04 text wins over calls": ("04_loop", text_wins, "calls beside text", (Reply("Hm.", [C]),)),
-    "04 never empty": ("04_loop", never_empty, "empty", (Reply(""),)),
-    "04 empty before status": ("04_loop", empty_before_status, "cut short before empty",
-                               (Reply("", status="incomplete"),)),
+    "04 the notebook's stub": ("04_loop", last_turn_only, "every turn",
+                               ([asst("call_1"), asst("call_2")],)),
+    "04 the next message": ("04_loop", the_next_message, "any order",
+                            ([asst("call_1", "call_2"), out("call_2"), out("call_1")],)),
+    "04 a set": ("04_loop", ids_as_a_set, "order asked", ([asst("call_2", "call_1")],)),
+    "04 the calls": ("04_loop", the_calls, "a list", ([asst("call_1")],)),
+    "04 either side": ("04_loop", either_side, "only calls", ([out("call_9")],)),
+    "04 the answered ones": ("04_loop", the_answered, "answered calls",
+                             ([asst("call_1"), out("call_1")],)),
+    "04 first result only": ("04_loop", first_result_only, "any order",
+                             ([asst("call_1", "call_2"), out("call_2"), out("call_1")],)),
     "05 compares the text": ("05_guardrails", lambda a, b: a == b, "keys in another order",
                              (C, ToolCall("call_1", "f", '{"b": 2, "a": 1}'))),
     "05 Python's == on parsed": ("05_guardrails", parsed_python_equal, "1 and true",
@@ -951,8 +971,8 @@ RIGHT = {
     "02 match": ("02_tools", json_equal_match),
     "03 builder": ("03_memory", validator()),
     "03 table": ("03_memory", validate_by_table),
-    "04 table": ("04_loop", next_action_table),
-    "04 early returns": ("04_loop", next_action_early_returns),
+    "04 pending dict": ("04_loop", pending_dict),
+    "04 any": ("04_loop", with_any),
     "05 parsed": ("05_guardrails", same_call_parsed),
     "05 tagged": ("05_guardrails", same_call_tagged),
     "06 builder": ("06_rag", rrf_with()),
@@ -1014,8 +1034,8 @@ def test_every_task_has_six_wrong_and_two_correct_solutions(notebook):
 
 @pytest.mark.parametrize(
     "notebook, wrong",
-    [("04_loop", empty_before_status), ("10_evals", ascii_white_space)],
-    ids=["04 empty before status", "10 ASCII white space"],
+    [("04_loop", last_two_turns), ("10_evals", ascii_white_space)],
+    ids=["04 last two turns", "10 ASCII white space"],
 )
 def test_some_mistakes_only_the_generated_inputs_catch(notebook, wrong):
     result = check(wrong, notebook, quiet=True)
@@ -1049,18 +1069,25 @@ def test_the_differential_line_shows_the_smallest_input_and_both_results(capsys)
 
 
 def test_after_failing_cases_the_generated_input_names_no_rule():
-    """04's stub: whitespace and cut-short cases fail; its generated input is cut short, and
-    blaming the first broken rule (white space) would name a rule that input does not break."""
-
-    def stub(reply):
-        if reply.tool_calls:
-            return "run_tools"
-        return "completed" if reply.text else "empty_output"
-
-    result = check(stub, "04_loop", quiet=True)
+    """04's stub looks at the last turn only: case 5 says so; its generated input may show that or
+    another mistake, so the differential line names no rule."""
+    result = check(last_turn_only, "04_loop", quiet=True)
     assert "generated inputs" in result.lines[-2]
     assert result.lines[-2].endswith(f"hint: {sys.modules['labkit.check'].AFTER_CASES}")
-    assert "white space" not in result.lines[-2] and result.rules[-1] != "generated inputs"
+    assert result.rules == ["every turn"]
+
+
+def test_unanswered_is_what_finish_answers_with_not_run():
+    """The reference agrees with the loop: a run stopped by max_calls answers exactly the calls
+    unanswered() finds with "not_run", and leaves none unanswered."""
+    model = ScriptedModel([one_turn(*[call("calculate", expression=str(n)) for n in (1, 2, 3)])])
+    result = run("x", model, [calculate], max_calls=2)
+    not_run = [
+        m.tool_call_id for m in result.messages if m.role == "tool" and "not_run" in m.content
+    ]
+    before = [m for m in result.messages if m.tool_call_id not in not_run]
+    assert result.status == "tool_limit" and len(not_run) == 1
+    assert unanswered(before) == not_run and unanswered(result.messages) == []
 
 
 def test_an_exception_on_a_generated_input_is_one_line(capsys):
