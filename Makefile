@@ -5,7 +5,8 @@
 # Optional, a real model with no key: `make local-model` installs and serves SmolLM2-135M on
 # 127.0.0.1; `make test-local` runs every notebook live against it; `make cassettes NB=...`
 # records a notebook's Go live cells into data/cassettes/ (PROVIDER=local by default);
-# `make tool-choice-table` re-records 10_evals' table of SmolLM2 under three tool_choice policies.
+# `make tool-choice-table` re-records 10_evals' table of SmolLM2 under three tool_choice policies;
+# `make descriptions-table` 02_tools' table of SmolLM2 reading three kinds of tool description.
 # Maintainers: `make notebooks` re-executes notebooks in a fresh kernel the way the tests
 # compare them; `make lock` regenerates requirements-lock.txt from requirements.txt.
 
@@ -43,7 +44,7 @@ BFCL    := $(VENV)/bfcl-eval/.installed
 PROVIDER ?= local
 
 .PHONY: lab test test-all lint notebooks lock bench clean-venv venv-not-ready local-model test-local \
-	cassettes tool-choice-table
+	cassettes tool-choice-table descriptions-table
 
 # 1. refuse a Python the lock does not install on; 2. rebuild a .venv made by another Python
 # (an older one, or one that no longer runs); 3. install, which resumes a half-finished install;
@@ -139,6 +140,12 @@ cassettes: $(STAMP)
 # which 10_evals replays; then re-execute 10: make notebooks NB=notebooks/10_evals.ipynb
 tool-choice-table: $(LOCAL)
 	LABKIT_MODE=record LABKIT_PROVIDER=local $(BIN)/python -m labkit evals tool-choice agent_suite
+
+# 02_tools' table of tool descriptions, re-recorded: SmolLM2 answers the frozen tool-call set's 34
+# questions with three kinds of description, auto and forced by name (162 replies) into
+# data/cassettes/02_descriptions.jsonl; then re-execute 02: make notebooks NB=notebooks/02_tools.ipynb
+descriptions-table: $(LOCAL)
+	LABKIT_MODE=record LABKIT_PROVIDER=local $(BIN)/python -m labkit evals descriptions
 
 # The lock is resolved by whichever Python runs this, so it is then checked against PY_MIN: a pin
 # whose Requires-Python excludes PY_MIN fails here, not on a learner's machine.

@@ -160,7 +160,29 @@ def evals_parser(prog="python -m labkit evals"):
     )
     policies.add_argument("suite", help="a suite file, or a name in data/evals, e.g. agent_suite")
     policies.add_argument("--version", default="v2", help="the agent version (default: v2)")
+    commands.add_parser(
+        "descriptions",
+        help="ask the frozen tool-call set's questions with bare, one-line and written tool "
+        "descriptions, auto and forced by name: one table (02_tools)",
+    )
     return parser
+
+
+def descriptions_main() -> int:
+    """`evals descriptions`: 02's table, offline from a replay of the recording, else from the
+    model the settings give (record: into data/cassettes/02_descriptions.jsonl)."""
+    from .config import load_settings
+    from .labs.descriptions import CASSETTE, description_table
+    from .live import connect, describe
+
+    s = load_settings()
+    local = s.provider == "local" and s.mode in ("live", "record")
+    with local_server() if local else contextlib.nullcontext():
+        model = connect(cassette=CASSETTE) if s.mode != "offline" else connect(
+            mode="replay", cassette=CASSETTE)  # fmt: skip
+        print(describe(model))
+        print(description_table(model))
+    return 0
 
 
 def tool_choice_main(args) -> int:
@@ -198,6 +220,8 @@ def evals_main(argv=None, prog="python -m labkit evals"):
     try:
         if args.command == "tool-choice":
             return tool_choice_main(args)
+        if args.command == "descriptions":
+            return descriptions_main()
         if not 0 < args.alpha < 1:
             raise UserError(f"--alpha {args.alpha} is not a significance level — use e.g. 0.05")
         suite = load_suite(args.suite)

@@ -7,6 +7,7 @@ loop_scenarios.json), their tools (with exchange_rate's deliberate bug) and the 
 exfiltration trials, detector scoring. 06_rag: the frozen query set and its ranking metrics.
 08_context: the frozen long conversation, its probes and the three compaction strategies. 09_mcp:
 hostile MCP servers (poisoning, rug pull, shadowing, confused deputy) and their trials.
+02_tools: the frozen tool-call set's questions asked with three kinds of tool description.
 10_evals: the frozen tool-call set and its table, the agent suite (and its tool_choice policy
 table), the judges' human labels, plots.
 Beside the hand-written pieces, what production runs: 03 the frozen memory set (data/evals/
@@ -23,6 +24,7 @@ from .conversation import (
     plot_sections,
     probes_kept,
 )
+from .descriptions import DescriptionReport, description_table, first_calls
 from .dbos_refund import DBOS_POINTS, Bank, dbos_kill_trial, kill_points
 from .evalsets import (
     AGENT_SUITE,
