@@ -54,11 +54,35 @@ def stated_counts(text, noun):
     return [int(w) if w.isdigit() else NUMBERS.index(w.lower()) + 1 for w in words]
 
 
-@pytest.mark.parametrize("noun", ["notebooks", "stages"])
-def test_every_count_of_notebooks_or_stages_it_states_is_true(noun):
+def true_counts():
+    """{noun: its number, computed from the repository}, for every noun the README counts."""
+    from labkit import agent_script
+    from labkit.labs.hostile import MCP_ATTACKS
+
     notebooks = len(list((ROOT / "notebooks").glob("*.ipynb")))
-    assert set(stated_counts(README, noun)) <= {notebooks}
-    assert stated_counts("eight notebooks, then 2 stages", "notebooks") == [8]  # the check reads
+    first_commands = README.split("```bash", 1)[1].split("```")[0]  # under "The two commands"
+    return {
+        "notebooks": notebooks,
+        "stages": notebooks,  # one notebook per stage
+        "hostile servers": len(MCP_ATTACKS),
+        "hostile MCP servers": len(MCP_ATTACKS),
+        "commands": len(re.findall(r"(?m)^make \w+", first_commands)),
+        "step script": len(agent_script.SCRIPT),  # "a six-step script"
+    }
+
+
+@pytest.mark.parametrize("noun", list(true_counts()))
+def test_every_count_it_states_is_true(noun):
+    assert set(stated_counts(README.replace("-step", " step"), noun)) <= {true_counts()[noun]}
+
+
+def test_the_count_check_reads_numbers_and_every_spelled_count_is_one_it_checks():
+    assert stated_counts("eight notebooks, then 2 stages", "notebooks") == [8]
+    assert stated_counts("The two commands", "commands") == [2]
+    text = README.replace("-step", " step")
+    nouns = "|".join(sorted(map(re.escape, true_counts()), key=len, reverse=True))
+    spelled = rf"(?i)\b(?:{'|'.join(NUMBERS[1:])}) (?!(?:{nouns})\b)[a-z]+"
+    assert re.findall(spelled, text) == []  # a new "<two..twelve> <noun>" needs a true_counts entry
 
 
 def test_jupyterlabs_terminal_opens_where_it_says():
