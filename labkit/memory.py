@@ -17,20 +17,23 @@ import json
 import math
 import re
 import sqlite3
-import stat
 import sys
 import time
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import MISSING, asdict, astuple, dataclass, fields
 from datetime import UTC, datetime
 from itertools import count
 from pathlib import Path
+from typing import Any, Literal, get_args
 
 from .config import redact
-from .errors import ServiceError, ToolError, UserError
+from .errors import ToolError, UserError
 from .schema import WHOLE_CHARACTERS, check_text, required_id, unencodable
-from .tools import Tool, approved
+from .sqlite_store import connect, location_problem, retrying, transaction, use_wal
+from .tools import Tool, approved, tool
 
-KINDS = ("preference", "fact", "episode", "note")
+Kind = Literal["preference", "fact", "episode", "note"]
+KINDS = get_args(Kind)
 SOURCES = ("user", "assistant", "tool")  # who said it; only "user" is explicit
 MAX_CHARS = 500  # a memory is a sentence or two, not a document
 TTL_DAYS = (1, 365)
@@ -85,6 +88,29 @@ class WriteResult:
     message: str  # one line to show the user: a conflict is never silent
 
 
+@dataclass
+class Record:
+    """One memory to write, as the caller gives it: every field and every default, once.
+
+    write() builds one; write_many() fills a dict's missing fields from these defaults.
+    Example: asdict(Record("ana", "Prefers metric units", id="units", confirmed=True))
+    """
+
+    tenant: str
+    content: str
+    id: str | None = None  # None: the store names the slot ("m1", "m2", ...)
+    kind: str = "preference"  # one of KINDS
+    confirmed: bool = False  # True only after the person said yes
+    source: str = "user"  # one of SOURCES
+    confidence: float = 1.0
+    importance: float = 0.5
+    ttl_days: float = 90
+
+
+_FIELDS = [f.name for f in fields(Record)]
+_DEFAULTS = {f.name: f.default for f in fields(Record) if f.default is not MISSING}
+
+
 class ManualClock:
     """A clock that moves only when told: tests and notebooks pass it instead of time.time.
 
@@ -109,10 +135,6 @@ def iso(seconds: float) -> str:
 # ---------------------------------------------------------------- the write policy and the score
 
 
-def _unit(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1
-
-
 def _tenant(tenant):
     """The tenant, checked: whose memory it is, 1-100 characters (UserError otherwise)."""
     how = f"name whose memory this is in 1-{MAX_TENANT} characters, e.g. tenant='ana'"
@@ -129,58 +151,87 @@ def _memory_id(id):
     return id
 
 
+def _number_in(value, low, high):
+    """Whether value is a real number (not a bool) from low to high."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and low <= value <= high
+
+
+def _unit(value):
+    return _number_in(value, 0, 1)
+
+
+def _tenant_problem(tenant):
+    try:
+        _tenant(tenant)
+    except UserError as exc:
+        return str(exc)
+    return None
+
+
+def _id_problem(id):
+    # id None is the documented way to let the store assign one ("m1"); "" or "  " is refused
+    if id is None or (isinstance(id, str) and _ID.fullmatch(id)):
+        return None
+    return "id must be 1-64 letters, digits or _.:- — name the slot, e.g. 'units'"
+
+
+def _content_problem(content):
+    if not isinstance(content, str) or not content.strip():
+        return "content is empty — say what to remember in a sentence"
+    if len(content) > MAX_CHARS:
+        return f"content has {len(content)} characters — at most {MAX_CHARS} characters; summarise"
+    if bad_text := unencodable(content, "content"):
+        return f"{bad_text} — {WHOLE_CHARACTERS}"
+    if redact(content) != content:
+        return "content looks like it holds a key (sk-...) — never store secrets in memory"
+    return None
+
+
+def _one_of(name, value, allowed):
+    if value in allowed:
+        return None
+    return f"{name} {value!r} is unknown — use one of {', '.join(allowed)}"
+
+
+def _unit_problem(name, value):
+    if _unit(value):
+        return None
+    return f"{name} must be a number from 0 to 1, got {value!r} — 0 is low, 1 is high"
+
+
+def _ttl_problem(ttl):
+    if _number_in(ttl, *TTL_DAYS):
+        return None
+    return f"ttl_days must be {TTL_DAYS[0]}-{TTL_DAYS[1]}, got {ttl!r} — nothing is kept forever"
+
+
+def _confirmed_problem(confirmed):
+    if confirmed is True:
+        return None
+    return (
+        "the user has not confirmed this — ask the user, and write with "
+        "confirmed=True only after they say yes"
+    )
+
+
 def record_problems(record: dict) -> dict:
     """What is wrong with a memory record, as {field: "what — fix"}; empty when it may be stored.
 
     Example: record_problems({..., "confirmed": False})  ->  {"confirmed": "the user has not ..."}
     """
-    r, problems = record, {}
-    try:
-        _tenant(r.get("tenant"))
-    except UserError as exc:
-        problems["tenant"] = str(exc)
-    # id None is the documented way to let the store assign one ("m1"); "" or "  " is refused
-    if r.get("id") is not None and not (isinstance(r["id"], str) and _ID.fullmatch(r["id"])):
-        problems["id"] = "id must be 1-64 letters, digits or _.:- — name the slot, e.g. 'units'"
-    if r.get("kind") not in KINDS:
-        problems["kind"] = f"kind {r.get('kind')!r} is unknown — use one of {', '.join(KINDS)}"
-    content = r.get("content")
-    if not isinstance(content, str) or not content.strip():
-        problems["content"] = "content is empty — say what to remember in a sentence"
-    elif len(content) > MAX_CHARS:
-        problems["content"] = (
-            f"content has {len(content)} characters — at most {MAX_CHARS} characters; summarise"
-        )
-    elif bad_text := unencodable(content, "content"):
-        problems["content"] = f"{bad_text} — {WHOLE_CHARACTERS}"
-    elif redact(content) != content:
-        problems["content"] = (
-            "content looks like it holds a key (sk-...) — never store secrets in memory"
-        )
-    if r.get("source") not in SOURCES:
-        problems["source"] = (
-            f"source {r.get('source')!r} is unknown — use one of {', '.join(SOURCES)}"
-        )
-    for name in ("confidence", "importance"):
-        if not _unit(r.get(name)):
-            problems[name] = (
-                f"{name} must be a number from 0 to 1, got {r.get(name)!r} — 0 is low, 1 is high"
-            )
-    ttl = r.get("ttl_days")
-    if not (
-        isinstance(ttl, (int, float))
-        and not isinstance(ttl, bool)
-        and TTL_DAYS[0] <= ttl <= TTL_DAYS[1]
-    ):
-        problems["ttl_days"] = (
-            f"ttl_days must be {TTL_DAYS[0]}-{TTL_DAYS[1]}, got {ttl!r} — nothing is kept forever"
-        )
-    if r.get("confirmed") is not True:
-        problems["confirmed"] = (
-            "the user has not confirmed this — ask the user, and write with "
-            "confirmed=True only after they say yes"
-        )
-    return problems
+    r = record
+    problems = {
+        "tenant": _tenant_problem(r.get("tenant")),
+        "id": _id_problem(r.get("id")),
+        "kind": _one_of("kind", r.get("kind"), KINDS),
+        "content": _content_problem(r.get("content")),
+        "source": _one_of("source", r.get("source"), SOURCES),
+        "confidence": _unit_problem("confidence", r.get("confidence")),
+        "importance": _unit_problem("importance", r.get("importance")),
+        "ttl_days": _ttl_problem(r.get("ttl_days")),
+        "confirmed": _confirmed_problem(r.get("confirmed")),
+    }
+    return {name: problem for name, problem in problems.items() if problem}
 
 
 def tokens(text: str) -> list[str]:
@@ -224,6 +275,19 @@ def resolve(old: Memory | None, new_source: str, new_content: str, now: float) -
     return "replaced", "newer statement wins; the old value is in history"
 
 
+def _keywords(query):
+    """The query's keywords, sorted and once each; UserError when it is not text or has none."""
+    if not isinstance(query, str):
+        raise UserError(
+            f"the query must be text, got {type(query).__name__} — ask with words, e.g. 'units'"
+        )
+    check_text(query, "the query", UserError)
+    words = sorted(set(tokens(query)))
+    if not words:
+        raise UserError(f"the query {query!r} has no keywords — ask with words, e.g. 'units'")
+    return words
+
+
 # ---------------------------------------------------------------- the store
 
 SCHEMA = """
@@ -247,30 +311,6 @@ _COLUMNS = (
 )
 
 
-def _busy(exc):
-    return isinstance(exc, sqlite3.OperationalError) and (
-        "locked" in str(exc) or "busy" in str(exc)
-    )
-
-
-def _location_problem(path):
-    """Why `path` cannot hold a memory store, as "what — fix"; None when SQLite may open it.
-
-    A missing folder is refused, not created: a typo must not start an empty store.
-    """
-    try:
-        if path.is_dir():
-            return f"it is a folder, not a file — pass a file in it, e.g. {str(path / 'm.db')!r}"
-        if path.exists() and not stat.S_ISREG(path.stat().st_mode):
-            return "it is not a regular file (a device, pipe or socket) — pass a .sqlite3 file"
-        if not path.parent.is_dir():
-            where = "is not a folder" if path.parent.exists() else "does not exist"
-            return f"the folder {str(path.parent)!r} {where} — create it first, or fix a typo"
-    except (OSError, ValueError) as exc:  # e.g. a name too long, a NUL byte
-        return f"the path cannot be used ({getattr(exc, 'strerror', None) or exc}) — pass another"
-    return None
-
-
 class MemoryStore:
     """Long-term memory in one SQLite file (or ":memory:"), safe to share between processes.
 
@@ -281,14 +321,20 @@ class MemoryStore:
     """
 
     def __init__(
-        self, path=":memory:", *, clock=time.time, busy_timeout=5.0, retries=5, backoff=0.05
-    ):
+        self,
+        path: str | Path = ":memory:",
+        *,
+        clock: Callable[[], float] = time.time,
+        busy_timeout: float = 5.0,
+        retries: int = 5,
+        backoff: float = 0.05,
+    ) -> None:
         self.path, self.clock, self.retries, self.backoff = str(path), clock, retries, backoff
         self.busy_timeout = busy_timeout
-        problem = None if self.path == ":memory:" else _location_problem(Path(self.path))
+        problem = None if self.path == ":memory:" else location_problem(Path(self.path))
         if problem:
             raise UserError(f"cannot open the memory store {self.path!r}: {problem}")
-        self.db = sqlite3.connect(self.path, timeout=busy_timeout, isolation_level=None)
+        self.db = connect(self.path, busy_timeout)
         try:
             self._open()
         except BaseException:
@@ -307,7 +353,7 @@ class MemoryStore:
                     f"{', '.join(tables)[:60]}) — pass a memory store or a new file"
                 )
             self.db.execute("PRAGMA foreign_keys = ON")
-            self._retrying(lambda: self.db.execute("PRAGMA journal_mode = WAL"))
+            self._retrying(lambda: use_wal(self.db))
             # NORMAL in WAL survives a killed process; power loss may undo the last commits
             self.db.execute("PRAGMA synchronous = NORMAL")
             self._write(lambda db: [db.execute(s) for s in SCHEMA.split(";")])
@@ -324,178 +370,122 @@ class MemoryStore:
     def close(self) -> None:
         self.db.close()
 
-    def __enter__(self):
+    def __enter__(self) -> MemoryStore:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"MemoryStore({Path(self.path).name!r})"
 
     def _retrying(self, attempt):
         """Run attempt(); on "database is locked" wait and try again, a bounded number of times."""
-        for number in range(self.retries + 1):
-            try:
-                return attempt()
-            except sqlite3.OperationalError as exc:
-                if not _busy(exc):
-                    raise
-            if number < self.retries:
-                time.sleep(self.backoff * 2**number)
-        raise ServiceError(
+        busy = (
             f"the memory file is busy: another process kept its write lock through "
             f"{self.retries + 1} tries of {self.busy_timeout:g} s — try again, or "
             "give MemoryStore a longer busy_timeout"
         )
+        return retrying(attempt, self.retries, self.backoff, busy)
 
     def _write(self, work):
-        """Run work(db) in one BEGIN IMMEDIATE transaction: all of it commits, or none of it."""
-
-        def attempt():
-            self.db.execute("BEGIN IMMEDIATE")  # take the write lock now, not halfway through
-            try:
-                result = work(self.db)
-                self.db.execute("COMMIT")
-                return result
-            except BaseException:
-                if self.db.in_transaction:
-                    self.db.execute("ROLLBACK")
-                raise
-
-        return self._retrying(attempt)
+        """Run work(db) in one BEGIN IMMEDIATE transaction, retried while the file is busy."""
+        return self._retrying(lambda: transaction(self.db, work))
 
     # ---- writing
 
-    def write(
-        self,
-        tenant: str,
-        content: str,
-        *,
-        id: str | None = None,
-        kind: str = "preference",
-        confirmed: bool = False,
-        source: str = "user",
-        confidence: float = 1.0,
-        importance: float = 0.5,
-        ttl_days: float = 90,
-    ) -> WriteResult:
+    def write(self, tenant: str, content: str, **fields: Any) -> WriteResult:
         """Store one memory the user confirmed; the same id replaces the old value (in history).
 
-        id=None (the default) lets the store name the slot ("m1", "m2", ...); a blank id is refused.
+        `fields` are Record's, with its defaults: id, kind, confirmed, source, confidence,
+        importance, ttl_days. id=None (the default) lets the store name the slot ("m1", "m2",
+        ...); a blank id is refused.
 
         Example: store.write("ana", "Prefers metric units", id="units", confirmed=True).status
                  ->  "created"
         """
-        return self.write_many(
-            [
-                dict(
-                    tenant=tenant,
-                    content=content,
-                    id=id,
-                    kind=kind,
-                    confirmed=confirmed,
-                    source=source,
-                    confidence=confidence,
-                    importance=importance,
-                    ttl_days=ttl_days,
-                )
-            ]
-        )[0]
+        return self.write_many([asdict(Record(tenant, content, **fields))])[0]
 
     def write_many(self, records: list[dict]) -> list[WriteResult]:
-        """Store several records in one transaction (all or none).
-        Example: store.write_many([{...}, {...}])"""
-        records = [
-            dict(
-                {
-                    "kind": "preference",
-                    "source": "user",
-                    "confidence": 1.0,
-                    "importance": 0.5,
-                    "ttl_days": 90,
-                    "id": None,
-                    "confirmed": False,
-                },
-                **r,
-            )
-            for r in records
-        ]
+        """Store several records in one transaction (all or none); a missing field is Record's
+        default. Example: store.write_many([{...}, {...}])"""
+        checked = []
         for r in records:
+            r = {**_DEFAULTS, **r}
             problems = record_problems(r)
             if problems:
                 kind = "not_confirmed" if "confirmed" in problems else "invalid_record"
                 raise Refused("memory not stored: " + "; ".join(problems.values()), kind)
+            checked.append(Record(**{name: r[name] for name in _FIELDS}))
         now = self.clock()
 
         def work(db):
             self._purge(db, now)  # expired memories leave the file at the next write
-            return [self._apply(db, r, now) for r in records]
+            return [self._apply(db, r, now) for r in checked]
 
         return self._write(work)
 
-    def _apply(self, db, r, now):
-        old = self._row(db, "tenant = ? AND id = ?", (r["tenant"], r["id"])) if r["id"] else None
-        status, reason = resolve(old and old[1], r["source"], r["content"].strip(), now)
-        values = dict(
-            id=r["id"] or self._next_id(db, r["tenant"]),
-            tenant=r["tenant"],
-            kind=r["kind"],
-            content=r["content"].strip(),
-            source=r["source"],
-            confidence=float(r["confidence"]),
-            importance=float(r["importance"]),
-            created_at=old[1].created_at if old else now,
-            updated_at=now,
-            expires_at=now + r["ttl_days"] * DAY,
-        )
+    def _apply(self, db, r: Record, now: float) -> WriteResult:
+        """Write one checked record in the open transaction; resolve() decides what happens."""
+        found = self._row(db, "tenant = ? AND id = ?", (r.tenant, r.id)) if r.id else None
+        key, old = found or (None, None)
+        content = r.content.strip()
+        status, reason = resolve(old, r.source, content, now)
         if status == "kept":
-            return WriteResult(
-                "kept",
-                old[1],
-                old[1],
-                f"kept {old[1].content!r}, not {values['content']!r}: {reason}",
-            )
-        if status == "unchanged" and old[1].source == "user":
-            values["source"] = "user"  # the same words, repeated by the assistant, stay the user's
-        if old:
-            key, previous = old
-            if status == "replaced":
+            return WriteResult("kept", old, old, f"kept {old.content!r}, not {content!r}: {reason}")
+        # the same words, repeated by the assistant, stay the user's
+        keeps_user = status == "unchanged" and old.source == "user"
+        memory = Memory(
+            id=r.id or self._next_id(db, r.tenant),
+            tenant=r.tenant,
+            kind=r.kind,
+            content=content,
+            source="user" if keeps_user else r.source,
+            confidence=float(r.confidence),
+            importance=float(r.importance),
+            created_at=old.created_at if old else now,
+            updated_at=now,
+            expires_at=now + r.ttl_days * DAY,
+        )
+        self._save(db, key, memory, old if status == "replaced" else None, now)
+        message = (
+            f"replaced {old.content!r} with {content!r}: {reason}"
+            if status == "replaced"
+            else reason or "remembered"
+        )
+        return WriteResult(status, memory, old, message)
+
+    def _save(self, db, key, memory, replaced, now):
+        """Insert the memory (key None) or update row `key`, keeping `replaced` in history; then
+        index its terms."""
+        placeholders = ", ".join("?" * 10)
+        if key is None:
+            insert = f"INSERT INTO memories ({_COLUMNS}) VALUES ({placeholders})"
+            key = db.execute(insert, astuple(memory)).lastrowid
+        else:
+            if replaced:
+                was = replaced
                 db.execute(
                     "INSERT INTO history (key, kind, content, source, confidence, importance, "
-                    "updated_at, "
-                    "replaced_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    "updated_at, replaced_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         key,
-                        previous.kind,
-                        previous.content,
-                        previous.source,
-                        previous.confidence,
-                        previous.importance,
-                        previous.updated_at,
+                        was.kind,
+                        was.content,
+                        was.source,
+                        was.confidence,
+                        was.importance,
+                        was.updated_at,
                         now,
                     ),
                 )
             db.execute("DELETE FROM terms WHERE key = ?", (key,))
-            db.execute(
-                f"UPDATE memories SET ({_COLUMNS}) = ({', '.join('?' * 10)}) WHERE key = ?",
-                (*values.values(), key),
-            )
-        else:
-            key = db.execute(
-                f"INSERT INTO memories ({_COLUMNS}) VALUES ({', '.join('?' * 10)})",
-                tuple(values.values()),
-            ).lastrowid
+            update = f"UPDATE memories SET ({_COLUMNS}) = ({placeholders}) WHERE key = ?"
+            db.execute(update, (*astuple(memory), key))
         db.executemany(
             "INSERT INTO terms (tenant, term, key) VALUES (?, ?, ?)",
-            [(r["tenant"], term, key) for term in set(tokens(values["content"]))],
+            [(memory.tenant, term, key) for term in set(tokens(memory.content))],
         )
-        message = (
-            f"replaced {old[1].content!r} with {values['content']!r}: {reason}"
-            if status == "replaced"
-            else reason or "remembered"
-        )
-        return WriteResult(status, Memory(**values), old[1] if old else None, message)
 
     def _next_id(self, db, tenant):
         number = db.execute("SELECT COALESCE(MAX(key), 0) + 1 FROM memories").fetchone()[0]
@@ -572,66 +562,51 @@ class MemoryStore:
                  ->  ["Prefers metric units"]
         """
         tenant = _tenant(tenant)
-        if not isinstance(query, str):
-            raise UserError(
-                f"the query must be text, got {type(query).__name__} — ask with words, e.g. 'units'"
-            )
-        check_text(query, "the query", UserError)
-        words = sorted(set(tokens(query)))
-        if not words:
-            raise UserError(f"the query {query!r} has no keywords — ask with words, e.g. 'units'")
-        now, listed = self.clock(), json.dumps(words)
+        words = _keywords(query)
+        now = self.clock()
+        weights = self._idf(tenant, words, now)
+        total = sum(weights.values())
+
+        def scored(terms, updated, importance, id, key):
+            relevance = sum(weights[w] for w in sorted(json.loads(terms))) / total
+            fresh = recency(now - updated, half_life_days)
+            value = score(relevance, fresh, importance)
+            return value, updated, id, key, relevance, fresh, importance
+
+        best = heapq.nlargest(limit, (scored(*row) for row in self._matches(tenant, words, now)))
+        # only the best become Memory objects; weight is score()'s importance factor
+        return [
+            Hit(self._row(self.db, "key = ?", (key,))[1], value, relevance, fresh, 0.8 + 0.4 * i)
+            for value, _, _, key, relevance, fresh, i in best
+        ]
+
+    def _idf(self, tenant, words, now):
+        """{word: idf} over the tenant's live memories, so an expired one cannot sway them."""
         # the query words travel as one JSON array (json_each), so any number of words is one
         # parameter: one ? per word would stop at SQLite's limits on variables and UNION terms
-        # n and df count live memories only, so an expired memory cannot sway the weights
         n = self.count(tenant)
         df = dict(
             self.db.execute(
                 "SELECT t.term, COUNT(*) FROM json_each(?) q CROSS JOIN terms t ON t.tenant = ? "
                 "AND t.term = q.value JOIN memories m ON m.key = t.key WHERE m.expires_at > ? "
                 "GROUP BY t.term",
-                (listed, tenant, now),
+                (json.dumps(words), tenant, now),
             )
         )
-        weights = {w: idf(df.get(w, 0), n) for w in words}
-        total = sum(weights.values())
+        return {w: idf(df.get(w, 0), n) for w in words}
+
+    def _matches(self, tenant, words, now):
+        """(matched words as JSON, updated_at, importance, id, key) of each live memory sharing a
+        word with the query."""
         # subtle: CROSS JOIN fixes the order (query words -> their terms -> those memories); left to
         # itself SQLite may walk every memory of the tenant instead
-        rows = self.db.execute(
+        return self.db.execute(
             "SELECT json_group_array(q.value), m.updated_at, m.importance, m.id, m.key "
             "FROM json_each(?) q CROSS JOIN terms t ON t.tenant = ? AND t.term = q.value "
             "CROSS JOIN memories m ON m.key = t.key WHERE m.tenant = ? AND m.expires_at > ? "
             "GROUP BY m.key",
-            (listed, tenant, tenant, now),
+            (json.dumps(words), tenant, tenant, now),
         )
-        matched = (
-            (sum(weights[w] for w in sorted(json.loads(terms))) / total, *rest)
-            for terms, *rest in rows
-        )
-        scored = (
-            (
-                score(relevance, recency(now - updated, half_life_days), importance),
-                updated,
-                id,
-                key,
-                relevance,
-            )
-            for relevance, updated, importance, id, key in matched
-        )
-        hits = []
-        # only the best become Memory objects
-        for value, _, _, key, relevance in heapq.nlargest(limit, scored):
-            memory = self._row(self.db, "key = ?", (key,))[1]
-            hits.append(
-                Hit(
-                    memory,
-                    value,
-                    relevance,
-                    recency(now - memory.updated_at, half_life_days),
-                    0.8 + 0.4 * memory.importance,
-                )
-            )
-        return hits
 
     # ---- forgetting and privacy
 
@@ -834,7 +809,9 @@ class WorkingMemory:
 # ---------------------------------------------------------------- tools for an agent
 
 
-def memory_tools(store: MemoryStore, tenant: str, confirm=None, limit: int = 5) -> list[Tool]:
+def memory_tools(
+    store: MemoryStore, tenant: str, confirm: Callable[[str], Any] | None = None, limit: int = 5
+) -> list[Tool]:
     """The `remember` and `recall` tools of one tenant. Only the person confirms, never the model.
 
     `remember` asks `confirm(question)` (the person, through your app) before it writes, naming the
@@ -847,42 +824,23 @@ def memory_tools(store: MemoryStore, tenant: str, confirm=None, limit: int = 5) 
     """
     tenant = _tenant(tenant)
 
-    def remember(id, content, kind, importance):
-        record = dict(
-            tenant=tenant,
-            id=id,
-            content=content,
-            kind=kind,
-            importance=importance,
-            source="assistant",
-            confidence=1.0,
-            ttl_days=90,
-            confirmed=True,
-        )
-        if record_problems(record):  # a bad record is fixed by the model before anyone is asked
-            raise ToolError(
-                "memory not stored: " + "; ".join(record_problems(record).values()),
-                "invalid_record",
-            )
-        old, new = store.get(tenant, id), content.strip()
-        replacing = old is not None and old.content != new
-        question = (
-            f"Replace {old.content!r} with {new!r}? (yes/no)"
-            if replacing  # a yes is never blind
-            else f"May I remember this about you: {new!r}? (yes/no)"
-        )
-        if not approved(confirm(question) if confirm else None):
-            if replacing and confirm:
-                raise ToolError(
-                    f"not replaced: the user kept {old.content!r} — go on with that value "
-                    "and do not ask again unless the user brings it up",
-                    "kept",
-                )
-            raise ToolError(
-                "not stored: the user did not confirm it — remember only what the user asked you "
-                "to keep; they are asked before anything is stored",
-                "not_confirmed",
-            )
+    @tool(risk="medium")
+    def remember(id: str, content: str, kind: Kind, importance: float) -> dict:
+        """Save one thing about the user for future conversations: only what the user told you
+        and wants kept. The user is asked to confirm first. The same id replaces the old value.
+
+        Args:
+            id: a short slot name, e.g. 'units' or 'diet'
+            content: one sentence, e.g. 'Prefers metric units'
+            importance: 0 (trivia) to 1 (essential)
+        """
+        fields = dict(id=id, kind=kind, importance=importance, source="assistant", confirmed=True)
+        record = asdict(Record(tenant, content, **fields))
+        if problems := record_problems(record):  # fixed by the model before anyone is asked
+            raise ToolError("memory not stored: " + "; ".join(problems.values()), "invalid_record")
+        old = store.get(tenant, id)
+        replacing = old is not None and old.content != content.strip()
+        _ask(confirm, old if replacing else None, content.strip())
         # the words are the model's ("assistant"); only when the person chose them over their
         # own words are they the person's ("user"), protected like the value they replace
         if replacing and old.source == "user":
@@ -898,58 +856,46 @@ def memory_tools(store: MemoryStore, tenant: str, confirm=None, limit: int = 5) 
             )
         return {"status": result.status, "id": result.memory.id, "message": result.message}
 
-    def recall(query):
+    @tool
+    def recall(query: str) -> list[dict]:
+        """Look up what you remember about the user: the best matches first, [] when none.
+
+        Args:
+            query: keywords, e.g. 'units temperature'
+        """
         try:
             hits, problem = store.recall(tenant, query, limit=limit), None
         except UserError as exc:
             hits, problem = [], str(exc)
         if problem:  # the model's query to fix, raised outside the except block
             raise ToolError(problem, "bad_query")
-        return [
-            {
-                "id": h.memory.id,
-                "kind": h.memory.kind,
-                "content": h.memory.content,
-                "score": round(h.score, 3),
-            }
-            for h in hits
-        ]
+        found = [(h.memory, round(h.score, 3)) for h in hits]
+        return [{"id": m.id, "kind": m.kind, "content": m.content, "score": s} for m, s in found]
 
-    text = {"type": "string"}
-    return [
-        Tool(
-            "remember",
-            "Save one thing about the user for future conversations: only what the user told "
-            "you and wants kept. The user is asked to confirm first. "
-            "The same id replaces the old value.",
-            {
-                "type": "object",
-                "additionalProperties": False,
-                "required": ["id", "content", "kind", "importance"],
-                "properties": {
-                    "id": {**text, "description": "a short slot name, e.g. 'units' or 'diet'"},
-                    "content": {**text, "description": "one sentence, e.g. 'Prefers metric units'"},
-                    "kind": {"type": "string", "enum": list(KINDS)},
-                    "importance": {"type": "number", "description": "0 (trivia) to 1 (essential)"},
-                },
-            },
-            remember,
-            risk="medium",
-        ),
-        Tool(
-            "recall",
-            "Look up what you remember about the user: the best matches first, [] when none.",
-            {
-                "type": "object",
-                "additionalProperties": False,
-                "required": ["query"],
-                "properties": {
-                    "query": {**text, "description": "keywords, e.g. 'units temperature'"}
-                },
-            },
-            recall,
-        ),
-    ]
+    return [remember, recall]
+
+
+def _ask(confirm, replaced, new):
+    """Ask the person before a write; ToolError unless they say yes. `replaced`: the old Memory
+    when the write changes its words (a yes is never blind), else None."""
+    question = (
+        f"Replace {replaced.content!r} with {new!r}? (yes/no)"
+        if replaced
+        else f"May I remember this about you: {new!r}? (yes/no)"
+    )
+    if approved(confirm(question) if confirm else None):
+        return
+    if replaced and confirm:
+        raise ToolError(
+            f"not replaced: the user kept {replaced.content!r} — go on with that value "
+            "and do not ask again unless the user brings it up",
+            "kept",
+        )
+    raise ToolError(
+        "not stored: the user did not confirm it — remember only what the user asked you "
+        "to keep; they are asked before anything is stored",
+        "not_confirmed",
+    )
 
 
 # python -m labkit.memory: the same command line as python -m labkit memory
