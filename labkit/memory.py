@@ -447,12 +447,11 @@ class MemoryStore:
             updated_at=now,
             expires_at=now + r.ttl_days * DAY,
         )
-        self._save(db, key, memory, old if status == "replaced" else None, now)
-        message = (
-            f"replaced {old.content!r} with {content!r}: {reason}"
-            if status == "replaced"
-            else reason or "remembered"
-        )
+        if status != "replaced":
+            self._save(db, key, memory, None, now)
+            return WriteResult(status, memory, old, reason or "remembered")
+        self._save(db, key, memory, old, now)
+        message = f"replaced {old.content!r} with {content!r}: {reason}"
         return WriteResult(status, memory, old, message)
 
     def _save(self, db, key, memory, replaced, now):
@@ -542,15 +541,7 @@ class MemoryStore:
             "AND m.id = ? ORDER BY h.seq",
             (tenant, id),
         )
-        names = (
-            "kind",
-            "content",
-            "source",
-            "confidence",
-            "importance",
-            "updated_at",
-            "replaced_at",
-        )
+        names = "kind content source confidence importance updated_at replaced_at".split()
         return [dict(zip(names, row, strict=True)) for row in rows]
 
     def recall(
