@@ -20,6 +20,7 @@ from labkit.memory import (
     MAX_CHARS,
     ManualClock,
     MemoryStore,
+    Record,
     Refused,
     WorkingMemory,
     idf,
@@ -51,6 +52,29 @@ def remember(store, tenant, content, **fields):
 
 
 # ---------------------------------------------------------------- the write policy
+
+
+def test_a_record_left_out_field_takes_records_default_in_write_and_write_many(store, clock):
+    (many,) = store.write_many([{"tenant": "ana", "content": "Likes tea", "confirmed": True}])
+    one = store.write("bob", "Likes tea", confirmed=True)
+    default = Record("ana", "Likes tea")
+    for result in (many, one):
+        m = result.memory
+        assert (m.kind, m.source, m.confidence, m.importance) == (
+            default.kind,
+            default.source,
+            default.confidence,
+            default.importance,
+        )
+        assert m.expires_at == clock() + default.ttl_days * DAY
+    assert (default.kind, default.source, default.ttl_days, default.id) == (
+        "preference",
+        "user",
+        90,
+        None,
+    )
+    with pytest.raises(TypeError):
+        store.write("ana", "Likes tea", confirmd=True)  # a misspelt field is an error
 
 
 def test_an_unconfirmed_write_is_refused_and_nothing_is_stored(store):
