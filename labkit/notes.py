@@ -22,7 +22,7 @@ from pathlib import Path
 import yaml
 
 from .errors import UserError
-from .memory import idf, iso, tokens
+from .memory_rules import idf, iso, tokens
 from .schema import check_text, required_id
 from .trace import clip
 

@@ -29,6 +29,7 @@ from .schema import (
     required_id,
     validate_arguments,
 )
+from .sqlite_store import connect, use_wal
 from .tools import RISKS, as_registry, risk_above
 from .trace import Trace
 
@@ -110,9 +111,9 @@ class OperationStore:
                 f"synchronous={synchronous!r} — use 'FULL' (durable), 'NORMAL' or 'OFF'"
             )
         problem = None
-        try:  # isolation_level=None: autocommit, so each statement is its own committed transaction
-            self.db = sqlite3.connect(str(path), timeout=30, isolation_level=None)
-            self.db.execute("PRAGMA journal_mode=WAL")
+        try:  # autocommit, so each statement is its own committed transaction
+            self.db = connect(str(path), timeout=30)
+            use_wal(self.db)
         except sqlite3.OperationalError as exc:
             problem = str(exc)
         if problem:  # raised out here: sqlite's error is not its __context__

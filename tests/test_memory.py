@@ -20,6 +20,7 @@ from labkit.memory import (
     MAX_CHARS,
     ManualClock,
     MemoryStore,
+    Record,
     Refused,
     WorkingMemory,
     idf,
@@ -51,6 +52,29 @@ def remember(store, tenant, content, **fields):
 
 
 # ---------------------------------------------------------------- the write policy
+
+
+def test_a_record_left_out_field_takes_records_default_in_write_and_write_many(store, clock):
+    (many,) = store.write_many([{"tenant": "ana", "content": "Likes tea", "confirmed": True}])
+    one = store.write("bob", "Likes tea", confirmed=True)
+    default = Record("ana", "Likes tea")
+    for result in (many, one):
+        m = result.memory
+        assert (m.kind, m.source, m.confidence, m.importance) == (
+            default.kind,
+            default.source,
+            default.confidence,
+            default.importance,
+        )
+        assert m.expires_at == clock() + default.ttl_days * DAY
+    assert (default.kind, default.source, default.ttl_days, default.id) == (
+        "preference",
+        "user",
+        90,
+        None,
+    )
+    with pytest.raises(TypeError):
+        store.write("ana", "Likes tea", confirmd=True)  # a misspelt field is an error
 
 
 def test_an_unconfirmed_write_is_refused_and_nothing_is_stored(store):
@@ -558,6 +582,43 @@ def test_consolidate_promotes_only_important_and_confirmed_items(store, clock):
 
 
 # ---------------------------------------------------------------- the remember and recall tools
+
+
+def test_the_memory_tools_offer_the_model_these_exact_specs(store):
+    text = {"type": "string"}
+    remember_spec = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["id", "content", "kind", "importance"],
+        "properties": {
+            "id": {**text, "description": "a short slot name, e.g. 'units' or 'diet'"},
+            "content": {**text, "description": "one sentence, e.g. 'Prefers metric units'"},
+            "kind": {"type": "string", "enum": ["preference", "fact", "episode", "note"]},
+            "importance": {"type": "number", "description": "0 (trivia) to 1 (essential)"},
+        },
+    }
+    recall_spec = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["query"],
+        "properties": {"query": {**text, "description": "keywords, e.g. 'units temperature'"}},
+    }
+    remember_tool, recall_tool = memory_tools(store, "ana")
+    assert (remember_tool.name, remember_tool.risk, remember_tool.egress) == (
+        "remember",
+        "medium",
+        False,
+    )
+    assert remember_tool.description == (
+        "Save one thing about the user for future conversations: only what the user told you "
+        "and wants kept. The user is asked to confirm first. The same id replaces the old value."
+    )
+    assert remember_tool.parameters == remember_spec
+    assert (recall_tool.name, recall_tool.risk, recall_tool.egress) == ("recall", "low", False)
+    assert recall_tool.description == (
+        "Look up what you remember about the user: the best matches first, [] when none."
+    )
+    assert recall_tool.parameters == recall_spec
 
 
 def call(name, **arguments):
