@@ -146,7 +146,7 @@ class Reader:
     def __init__(self):
         self.choices = []
 
-    def respond(self, messages, tools=(), tool_choice="auto"):
+    def respond(self, messages, tools=(), max_output_tokens=None, tool_choice="auto"):
         self.choices.append(tool_choice)
         model = ScriptedModel([reader], enforce_tool_choice=False)
         return model.respond(messages, tools, tool_choice=tool_choice)
@@ -192,7 +192,7 @@ def test_a_service_failure_is_a_miss_not_a_crash():
     from labkit.errors import ServiceError
 
     class Down:
-        def respond(self, messages, tools=(), tool_choice="auto"):
+        def respond(self, messages, tools=(), max_output_tokens=None, tool_choice="auto"):
             raise ServiceError("the server is down")
 
     report = description_table(Down())

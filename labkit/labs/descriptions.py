@@ -25,6 +25,7 @@ from .evalsets import bfcl_tool, load_tool_cases
 DESCRIPTIONS = EVALS_DIR / "tool_descriptions.json"
 VARIANTS = ("bare", "one line", "written")
 CASSETTE = "02_descriptions"  # data/cassettes/02_descriptions.jsonl
+MAX_TOKENS = 160  # each reply's cap: a call or a short answer fits; a runaway reply is cut
 
 
 def questions(cases=None) -> list:
@@ -90,9 +91,12 @@ def ask(model, case, variant, written, tool_choice="auto"):
     """The model's calls for one question under one variant, or None when the service failed."""
     tools = [bfcl_tool(described(d, variant, written)) for d in case["functions"]]
     try:
-        return model.respond([user(case["question"])], tools, tool_choice=tool_choice).tool_calls
+        reply = model.respond(
+            [user(case["question"])], tools, max_output_tokens=MAX_TOKENS, tool_choice=tool_choice
+        )
     except ServiceError:
         return None
+    return reply.tool_calls
 
 
 def choice(case, policy: str) -> str:
