@@ -23,10 +23,10 @@ from .config import load_settings, redact, secrets_from_env
 from .errors import LabkitError, UserError
 from .models import (
     Completed,
-    Event,
     NamedModel,
     OutputSchema,
     Reply,
+    StreamEvent,
     ToolCall,
     Usage,
     as_tool_spec,
@@ -277,7 +277,7 @@ class Recorder:
         max_output_tokens: int | None = None,
         output_schema: OutputSchema | None = None,
         tool_choice: str = "auto",
-    ) -> Iterator[Event]:
+    ) -> Iterator[StreamEvent]:
         """The live model's stream, its completed reply written down."""
         options = dict(
             max_output_tokens=max_output_tokens,
@@ -383,7 +383,7 @@ class Replayer:
         max_output_tokens: int | None = None,
         output_schema: OutputSchema | None = None,
         tool_choice: str = "auto",
-    ) -> Iterator[Event]:
+    ) -> Iterator[StreamEvent]:
         """The recorded reply as stream events, word by word."""
         options = dict(
             max_output_tokens=max_output_tokens,

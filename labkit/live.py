@@ -28,7 +28,16 @@ from .config import (
     shown_url,
 )
 from .errors import ServiceError, UserError, call_service
-from .models import Completed, Event, Model, OutputSchema, Reply, ScriptedModel, Usage, tighter
+from .models import (
+    Completed,
+    Model,
+    OutputSchema,
+    Reply,
+    ScriptedModel,
+    StreamEvent,
+    Usage,
+    tighter,
+)
 from .stream import chat_events, responses_events
 from .wire import (  # noqa: F401 (read_output and sent_call: labkit.live's, as 01 names them)
     chat_body,
@@ -182,7 +191,7 @@ class _LiveModel:
         max_output_tokens: int | None = None,
         output_schema: OutputSchema | None = None,
         tool_choice: str = "auto",
-    ) -> Iterator[Event]:
+    ) -> Iterator[StreamEvent]:
         """Send the messages with stream=True; yield TextDelta, ToolCallDelta, then Completed.
 
         Example: reply = collect(model.stream([user("ping")]))

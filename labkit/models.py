@@ -99,7 +99,7 @@ def collect(events, on_event=None) -> "Reply":
 
 # ---------------------------------------------------------------- the Model protocol
 
-Event = TextDelta | ToolCallDelta | Completed  # what a stream yields
+StreamEvent = TextDelta | ToolCallDelta | Completed  # what a stream yields
 
 
 @runtime_checkable
@@ -138,7 +138,7 @@ class StreamingModel(Model, Protocol):
         max_output_tokens: int | None = None,
         output_schema: OutputSchema | None = None,
         tool_choice: str = "auto",
-    ) -> Iterator[Event]: ...
+    ) -> Iterator[StreamEvent]: ...
 
 
 @runtime_checkable
@@ -337,7 +337,7 @@ class ScriptedModel:
         max_output_tokens: int | None = None,
         output_schema: OutputSchema | None = None,
         tool_choice: str = "auto",
-    ) -> Iterator[Event]:
+    ) -> Iterator[StreamEvent]:
         """The next step as stream events, word by word. Example: collect(model.stream(msgs))"""
         options = dict(max_output_tokens=max_output_tokens, output_schema=output_schema)
         yield from stream_reply(self.respond(messages, tools, **options, tool_choice=tool_choice))
