@@ -214,7 +214,8 @@ def model_turn(
     """One model turn: call the model with the history, add its usage, trace it, append its reply.
 
     Returns the reply, or None when the service failed: the run is then finished (service_error).
-    stream: True reads the reply from model.stream; a function also sees each event as it arrives.
+    stream: True reads the reply from model.stream (a StreamingModel); a function also sees each
+    event as it arrives.
     tool_choice: this turn's choice; "auto" is not passed (a model of your own need not know it).
     Example: reply = model_turn(result, model, list(registry), started, clock)
     """
