@@ -1,6 +1,6 @@
 """labkit: the tested versions of what the notebooks build, one module per lesson.
 
-01_setup config, errors, models, live, trace   02_tools schema, tools, toolbox
+01_setup config, errors, messages, models, wire, live, trace   02_tools schema, tools, toolbox
 03_memory memory, notes (import them as modules; command line: python -m labkit memory)
 04_loop loop, patterns   05_guardrails budget, permissions, injection, guardrails
 06_rag rag, embed, cite (import them as modules)   07_runtime runtime
@@ -30,9 +30,11 @@ from .live import ChatModel, ResponsesModel, connect, describe, request_preview
 from .loop import STOP_REASONS, Decision, Guard, RunResult, run
 from .models import (
     Message,
+    Model,
     OutputSchema,
     Reply,
     ScriptedModel,
+    StreamingModel,
     ToolCall,
     ToolSpec,
     Usage,
@@ -68,6 +70,8 @@ __all__ = [
     "UserError",
     "ChatModel",
     "Message",
+    "Model",
+    "StreamingModel",
     "Reply",
     "ResponsesModel",
     "ScriptedModel",

@@ -18,7 +18,7 @@ from .errors import ToolError, UserError
 from .guardrails import GUARDED_SYSTEM, run_guarded
 from .injection import untrusted
 from .loop import RunResult
-from .models import Usage, system, user
+from .models import Model, Usage, system, user
 from .permissions import read_untrusted
 from .tools import RISKS, Tool, as_registry, risk_above
 from .trace import Trace, clip
@@ -38,7 +38,7 @@ class Agent:
 
     name: str  # the tool name the parent's model calls: "researcher"
     description: str  # what the parent's model reads to decide when to delegate
-    model: object
+    model: Model
     tools: list = field(default_factory=list)  # a subset of the parent's tools
     system: str = SUB_SYSTEM
     max_turns: int = 4
@@ -63,7 +63,7 @@ class Parent:
     secrets: tuple = ()
     allowed_hosts: tuple = ()
 
-    def run(self, task: str, model, agents=(), system: str = GUARDED_SYSTEM, history=()):
+    def run(self, task: str, model: Model, agents=(), system: str = GUARDED_SYSTEM, history=()):
         """run_guarded with this parent's rules; each agent in `agents` is offered as a tool."""
         tools = [*self.tools, *(self.as_tool(a) for a in agents)]
         return run_guarded(
@@ -212,7 +212,11 @@ class Reflection:
 
 
 def reflect(
-    task: str, model, critic=None, max_rounds: int = 2, clock=time.perf_counter
+    task: str,
+    model: Model,
+    critic: Model | None = None,
+    max_rounds: int = 2,
+    clock=time.perf_counter,
 ) -> Reflection:
     """Draft → critique → revise, at most `max_rounds` critiques, stopping at the first that finds
     nothing to change. The critic defaults to the model itself; every call lands in the trace.

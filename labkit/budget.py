@@ -156,38 +156,11 @@ class Budget(Guard):
 
     def settle(self, run: RunResult) -> None:
         """Count the turn made since the last look: the usage its reply carried, else our count."""
-        if self._run is not run:
-            if self._run is not None:
-                raise UserError(
-                    "this Budget already metered a run — make a new Budget(...) for each run"
-                )
-            self._run = run
+        self._claim(run)
         self.calls = run.tool_calls
         if run.turns == self.turns:
             return
-        reported = Usage(
-            run.usage.input_tokens - self._seen.input_tokens,
-            run.usage.output_tokens - self._seen.output_tokens,
-        )
-        raw, scaled = self._asked
-        if reported.input_tokens + reported.output_tokens > 0:
-            used_in, used_out = reported.input_tokens, reported.output_tokens
-            self.source = least_trusted(self.source, run.usage.source)
-            # it includes what the server counted for the tool schemas
-            ratio = used_in / raw if raw else 1.0
-            # subtle: keep the largest ratio seen; a ratio replaced each turn lets one low count
-            # undo a high one
-            self.scale = max(self.scale, ratio) if self.calibrated else max(1.0, ratio)
-            self.calibrated = True
-        elif run.status == "service_error":
-            used_in = used_out = 0  # the call failed and returned nothing to count
-        else:  # the server did not report usage: count it ourselves
-            reply = next(m for m in reversed(run.messages) if m.role == "assistant")
-            used_in = scaled
-            used_out = count(
-                reply.content + "".join(c.name + c.arguments for c in reply.tool_calls), self.model
-            )
-            self.source = least_trusted(self.source, count_source(self.model))
+        used_in, used_out = self._used(run)
         if used_out > self.max_output_tokens:
             run.trace.add(
                 "guard",
@@ -200,6 +173,45 @@ class Budget(Guard):
         self.cost += estimated_cost(self.model, used_in, used_out) or 0
         if self.watch:
             self.watch(self.meter_line())
+
+    def _claim(self, run: RunResult) -> None:
+        """Meter `run` from now on; a budget meters one run only (UserError for a second)."""
+        if self._run is not run:
+            if self._run is not None:
+                raise UserError(
+                    "this Budget already metered a run — make a new Budget(...) for each run"
+                )
+            self._run = run
+
+    def _used(self, run: RunResult) -> tuple[int, int]:
+        """(input, output) tokens of the turn since the last look: as its reply reported them,
+        none for a failed call, else as labkit counts them."""
+        used_in = run.usage.input_tokens - self._seen.input_tokens
+        used_out = run.usage.output_tokens - self._seen.output_tokens
+        if used_in + used_out > 0:
+            self._calibrate(used_in, run.usage.source)
+            return used_in, used_out
+        if run.status == "service_error":
+            return 0, 0  # the call failed and returned nothing to count
+        return self._counted(run)  # the server did not report usage: count it ourselves
+
+    def _calibrate(self, used_in: int, source: str) -> None:
+        """Learn from a reported input how far the count undercounts (it includes what the server
+        counted for the tool schemas)."""
+        raw, _ = self._asked
+        self.source = least_trusted(self.source, source)
+        ratio = used_in / raw if raw else 1.0
+        # subtle: keep the largest ratio seen; a ratio replaced each turn lets one low count
+        # undo a high one
+        self.scale = max(self.scale, ratio) if self.calibrated else max(1.0, ratio)
+        self.calibrated = True
+
+    def _counted(self, run: RunResult) -> tuple[int, int]:
+        """(input, output) of a turn no server reported: the input reserved, the reply counted."""
+        reply = next(m for m in reversed(run.messages) if m.role == "assistant")
+        spoken = reply.content + "".join(c.name + c.arguments for c in reply.tool_calls)
+        self.source = least_trusted(self.source, count_source(self.model))
+        return self._asked[1], count(spoken, self.model)
 
     def before_model(self, run: RunResult) -> Decision | None:
         self.settle(run)

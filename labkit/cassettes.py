@@ -13,6 +13,7 @@ import copy
 import datetime
 import hashlib
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -22,7 +23,10 @@ from .config import load_settings, redact, secrets_from_env
 from .errors import LabkitError, UserError
 from .models import (
     Completed,
+    NamedModel,
+    OutputSchema,
     Reply,
+    StreamEvent,
     ToolCall,
     Usage,
     as_tool_spec,
@@ -161,18 +165,29 @@ def _entry_problem(entry) -> str | None:
     said = entry.get("reply")
     if not isinstance(said, dict):
         return "has neither a reply nor an error"
-    usage = said.get("usage")
-    checks = [
+    wrong = [name for name, ok in _reply_checks(said) if not ok]
+    return f"has a reply whose {wrong[0]} has the wrong type" if wrong else None
+
+
+def _reply_checks(said: dict) -> list[tuple[str, bool]]:
+    """(field, whether its type is right) for each Reply field of a recorded reply, in order."""
+    calls, usage = said.get("tool_calls", []), said.get("usage")
+    return [
         ("text", isinstance(said.get("text", ""), str)),
-        ("tool_calls", isinstance(said.get("tool_calls", []), list)
-         and all(_strings(c, 3) for c in said.get("tool_calls", []))),
-        ("usage", usage is None or (isinstance(usage, list) and len(usage) == 3
-         and all(type(n) is int and n >= 0 for n in usage))),
+        ("tool_calls", isinstance(calls, list) and all(_strings(c, 3) for c in calls)),
+        ("usage", usage is None or _counts(usage, 3)),
         ("status", isinstance(said.get("status", "completed"), str)),
         ("incomplete_reason", isinstance(said.get("incomplete_reason"), str | None)),
-    ]  # fmt: skip
-    wrong = [name for name, ok in checks if not ok]
-    return f"has a reply whose {wrong[0]} has the wrong type" if wrong else None
+    ]
+
+
+def _counts(value, n) -> bool:
+    """Whether value is a list of n token counts (whole numbers, not booleans, never negative)."""
+    return (
+        isinstance(value, list)
+        and len(value) == n
+        and all(type(v) is int and v >= 0 for v in value)
+    )
 
 
 def recorded(name: str) -> Cassette:
@@ -207,7 +222,7 @@ class Recorder:
     def __init__(self, model, path, header: dict):
         self.live, self.path, self.header = model, Path(path), header
         self.scrub = None  # the run's own scrubber, when run_guarded is recording (scrubbing)
-        self.model = getattr(model, "model", "")
+        self.model = model.model if isinstance(model, NamedModel) else ""
         if self.path not in _started:
             _started.add(self.path)
             self.path.write_text(json.dumps(scrubbed(header)) + "\n", encoding="utf-8")
@@ -230,8 +245,21 @@ class Recorder:
     def usage(self):
         return self.live.usage
 
-    def respond(self, messages, tools=(), **options) -> Reply:
+    def respond(
+        self,
+        messages: list,
+        tools=(),
+        *,
+        max_output_tokens: int | None = None,
+        output_schema: OutputSchema | None = None,
+        tool_choice: str = "auto",
+    ) -> Reply:
         """The live model's reply, written down. Example: Recorder(...).respond([user("ping")])"""
+        options = dict(
+            max_output_tokens=max_output_tokens,
+            output_schema=output_schema,
+            tool_choice=tool_choice,
+        )
         canonical(messages, tools, **options)  # a caller's mistake (a bad tool_choice) is not kept
         try:
             reply = self.live.respond(messages, tools, **options)
@@ -241,8 +269,21 @@ class Recorder:
         self._write(messages, tools, options, reply, getattr(self.live, "last_raw", None))
         return reply
 
-    def stream(self, messages, tools=(), **options):
+    def stream(
+        self,
+        messages: list,
+        tools=(),
+        *,
+        max_output_tokens: int | None = None,
+        output_schema: OutputSchema | None = None,
+        tool_choice: str = "auto",
+    ) -> Iterator[StreamEvent]:
         """The live model's stream, its completed reply written down."""
+        options = dict(
+            max_output_tokens=max_output_tokens,
+            output_schema=output_schema,
+            tool_choice=tool_choice,
+        )
         canonical(messages, tools, **options)
         for event in self.live.stream(messages, tools, **options):
             if isinstance(event, Completed):
@@ -299,8 +340,21 @@ class Replayer:
     def label(self) -> str:
         return label_line(self.cassette.header)
 
-    def respond(self, messages, tools=(), **options) -> Reply:
+    def respond(
+        self,
+        messages: list,
+        tools=(),
+        *,
+        max_output_tokens: int | None = None,
+        output_schema: OutputSchema | None = None,
+        tool_choice: str = "auto",
+    ) -> Reply:
         """The recorded reply to this request; a changed request stops with where it differs."""
+        options = dict(
+            max_output_tokens=max_output_tokens,
+            output_schema=output_schema,
+            tool_choice=tool_choice,
+        )
         request = canonical(messages, tools, **options)
         found, entries = fingerprint(request), self.cassette.entries
         if self.position is None:  # the first request: search from where the last model stopped
@@ -321,8 +375,21 @@ class Replayer:
             self.usage = self.usage + reply.usage
         return reply
 
-    def stream(self, messages, tools=(), **options):
+    def stream(
+        self,
+        messages: list,
+        tools=(),
+        *,
+        max_output_tokens: int | None = None,
+        output_schema: OutputSchema | None = None,
+        tool_choice: str = "auto",
+    ) -> Iterator[StreamEvent]:
         """The recorded reply as stream events, word by word."""
+        options = dict(
+            max_output_tokens=max_output_tokens,
+            output_schema=output_schema,
+            tool_choice=tool_choice,
+        )
         yield from stream_reply(self.respond(messages, tools, **options))
 
     def _difference(self, index, request) -> str:

@@ -21,7 +21,7 @@ from .config import SHORT_KEY, configured_keys, redact, secret_pattern, secrets_
 from .errors import LabkitError, ServiceError, UserError
 from .injection import Untrusted, detect_injection, json_strings
 from .loop import DEFAULT_SYSTEM, Decision, Guard, RunResult, run
-from .models import ToolCall
+from .models import CappedModel, Model, NamedModel, ToolCall
 from .permissions import Permissions
 from .schema import ArgumentError, canonical, parse_arguments, validate_arguments
 from .tools import as_registry
@@ -266,7 +266,7 @@ class Guards(Guard):
 
 def run_guarded(
     task: str,
-    model,
+    model: Model,
     tools,
     *,
     budget: Budget | None = None,
@@ -285,8 +285,9 @@ def run_guarded(
     allowed_hosts: where egress tools may send data without asking, e.g. ["docs.python.org"].
     tool_choice: the run's policy, as for loop.run (e.g. "required-first"); the guards still
     judge every forced call, and the budget's max_turns still binds.
-    A model that can cap its replies (it has max_output_tokens) is asked to cap each one at the
-    budget's reservation, per call: the caller's model object is never changed.
+    A model that can cap its replies (a CappedModel) is asked to cap each one at the budget's
+    reservation, per call: the caller's model object is never changed. A NamedModel (a live model,
+    a cassette's) is priced as itself; any other as budget.model.
     Example: run_guarded("Summarise shared.md", model, workspace.tools(),
                          budget=Budget(max_tokens=4_000))
     """
@@ -294,11 +295,10 @@ def run_guarded(
     budget, hidden = guard.find(Budget), guard.find(Secrets)
     registry = as_registry(tools)
     budget.tool_tokens = schema_tokens(registry)
-    if isinstance(getattr(model, "model", None), str):
-        # a live model is priced as itself; a scripted one as budget.model
+    if isinstance(model, NamedModel):  # a live model is priced as itself
         budget.for_model(model.model)
     # the server enforces what the budget reserves, on models that can cap a reply
-    cap = budget.max_output_tokens if hasattr(model, "max_output_tokens") else None
+    cap = budget.max_output_tokens if isinstance(model, CappedModel) else None
     if isinstance(model, Recorder):  # the cassette keeps what the run shows: secrets taken out
         model = model.scrubbing(hidden.scrub)
     failure = None

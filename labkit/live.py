@@ -7,11 +7,11 @@ tool_choice (translated for each API) on request.
 `connect()` picks a model from the settings (scripted, live, recording or replaying a cassette);
 `request_preview()` shows the exact JSON body live mode would POST, computed offline. Every SDK
 failure becomes a one-line labkit error without the key; the key itself lives only in the SDK
-client (`openai_client` makes every one). `doctor()` and `probe()` are in probe.py.
-Deliberately left out: images and audio, async, automatic retries.
+client (`openai_client` makes every one). The JSON bodies and reply readers are in wire.py;
+`doctor()` and `probe()` are in probe.py. Left out: images and audio, async, automatic retries.
 """
 
-import json
+from collections.abc import Iterator
 
 from . import cassettes
 from .config import (
@@ -30,152 +30,23 @@ from .config import (
 from .errors import ServiceError, UserError, call_service
 from .models import (
     Completed,
+    Model,
     OutputSchema,
     Reply,
     ScriptedModel,
-    ToolCall,
+    StreamEvent,
     Usage,
-    check_pairing,
-    check_tool_choice,
-    choice_to_api,
     tighter,
-    to_api,
 )
 from .stream import chat_events, responses_events
-
-
-def read_output(items: list) -> tuple[str, list[ToolCall]]:
-    """Read a Responses API `output` list into (text, [ToolCall, ...]); skip reasoning and others.
-
-    Example: read_output([{"type": "message", "content": [{"type": "output_text", "text": "hi"}]}])
-             ->  ("hi", [])
-    """
-    texts, calls = [], []
-    for item in items:
-        if not isinstance(item, dict):
-            continue  # not an item at all: nothing to read
-        if item.get("type") == "message":
-            texts.append(
-                "".join(
-                    part.get("text") or part.get("refusal") or ""
-                    for part in item.get("content") or []
-                )
-            )
-        elif item.get("type") == "function_call":
-            call_id = item.get("call_id") or f"call_{len(calls) + 1}"
-            calls.append(sent_call(call_id, item.get("name"), item.get("arguments")))
-    return "\n".join(t for t in texts if t), calls
-
-
-def sent_call(call_id: str, name, arguments) -> ToolCall:
-    """A ToolCall from what a server sent. Arguments sent as a JSON object or array (some local
-    servers do) become their JSON text — what the model meant; none at all are "{}". A name that
-    is missing or not text stays as sent: the loop refuses that call as malformed.
-
-    Example: sent_call("call_1", "f", {"city": "Paris"}).arguments  ->  '{"city": "Paris"}'
-    """
-    if arguments is None or arguments == "":
-        arguments = "{}"
-    elif not isinstance(arguments, str):
-        arguments = json.dumps(arguments, ensure_ascii=False)
-    return ToolCall(call_id, name, arguments)
-
-
-def responses_body(
-    model: str,
-    messages: list,
-    tools=(),
-    replay_reasoning: bool = False,
-    max_output_tokens: int | None = None,
-    output_schema: OutputSchema | None = None,
-    tool_choice: str = "auto",
-) -> dict:
-    """The JSON body for POST /responses (store=False: the server keeps nothing between turns)."""
-    check_pairing(messages)
-    check_tool_choice(tool_choice, tools)
-    items = []
-    for m in messages:
-        if m.role == "tool":
-            items.append(
-                {"type": "function_call_output", "call_id": m.tool_call_id, "output": m.content}
-            )
-            continue
-        if replay_reasoning:
-            items += [r for r in m.reasoning if r.get("encrypted_content")]
-        if m.content or m.role != "assistant":
-            items.append({"role": m.role, "content": m.content})
-        items += [
-            {"type": "function_call", "call_id": c.id, "name": c.name, "arguments": c.arguments}
-            for c in m.tool_calls
-        ]
-    body = {"model": model, "input": items, "store": False}
-    if tools:
-        body["tools"] = [to_api(t, "responses") for t in tools]
-    _choose(body, tool_choice, tools, "responses")
-    if replay_reasoning:
-        body["include"] = ["reasoning.encrypted_content"]
-    if max_output_tokens:
-        body["max_output_tokens"] = max_output_tokens  # reasoning tokens count too
-    if output_schema:
-        body["text"] = {"format": {"type": "json_schema", **_strict(output_schema)}}
-    return body
-
-
-def _choose(body, tool_choice, tools, api):
-    """Add tool_choice to a body: only when it says more than "auto" and there are tools."""
-    if tools and tool_choice != "auto":  # "auto" is the APIs' default: old bodies stay the same
-        body["tool_choice"] = choice_to_api(tool_choice, api)
-
-
-def _strict(output_schema):
-    return {"name": output_schema.name, "schema": output_schema.schema, "strict": True}
-
-
-def chat_body(
-    model: str,
-    messages: list,
-    tools=(),
-    max_output_tokens: int | None = None,
-    output_schema: OutputSchema | None = None,
-    cap_name: str = "max_completion_tokens",
-    tool_choice: str = "auto",
-) -> dict:
-    """The JSON body for POST /chat/completions (tool results are role "tool" messages).
-
-    cap_name: OpenAI wants max_completion_tokens; most other servers only know max_tokens.
-    """
-    check_pairing(messages)
-    check_tool_choice(tool_choice, tools)
-    out = []
-    for m in messages:
-        if m.role == "tool":
-            out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content})
-        elif m.role == "assistant" and m.tool_calls:
-            out.append(
-                {
-                    "role": "assistant",
-                    "content": m.content,  # text, even empty: some servers refuse null
-                    "tool_calls": [
-                        {
-                            "id": c.id,
-                            "type": "function",
-                            "function": {"name": c.name, "arguments": c.arguments},
-                        }
-                        for c in m.tool_calls
-                    ],
-                }
-            )
-        else:
-            out.append({"role": m.role, "content": m.content})
-    body = {"model": model, "messages": out}
-    if tools:
-        body["tools"] = [to_api(t, "chat") for t in tools]
-    _choose(body, tool_choice, tools, "chat")
-    if max_output_tokens:
-        body[cap_name] = max_output_tokens
-    if output_schema:
-        body["response_format"] = {"type": "json_schema", "json_schema": _strict(output_schema)}
-    return body
+from .wire import (  # noqa: F401 (read_output and sent_call: labkit.live's, as 01 names them)
+    chat_body,
+    read_output,
+    read_reasoning,
+    read_usage,
+    responses_body,
+    sent_call,
+)
 
 
 def request_preview(
@@ -198,15 +69,6 @@ def request_preview(
     if api == "responses":
         return responses_body(model, messages, tools, tool_choice=tool_choice)
     return chat_body(model, messages, tools, tool_choice=tool_choice)
-
-
-def _usage(data, names):
-    """Usage from a response body, or None when the server did not report it (local servers)."""
-    raw = data.get("usage")
-    if not isinstance(raw, dict):
-        return None
-    inp, out = int(raw.get(names[0]) or 0), int(raw.get(names[1]) or 0)
-    return Usage(inp, out, int(raw.get("total_tokens") or inp + out))
 
 
 def openai_client(
@@ -298,6 +160,7 @@ class _LiveModel:
         self,
         messages: list,
         tools=(),
+        *,
         max_output_tokens: int | None = None,
         output_schema: OutputSchema | None = None,
         tool_choice: str = "auto",
@@ -324,10 +187,11 @@ class _LiveModel:
         self,
         messages: list,
         tools=(),
+        *,
         max_output_tokens: int | None = None,
         output_schema: OutputSchema | None = None,
         tool_choice: str = "auto",
-    ):
+    ) -> Iterator[StreamEvent]:
         """Send the messages with stream=True; yield TextDelta, ToolCallDelta, then Completed.
 
         Example: reply = collect(model.stream([user("ping")]))
@@ -382,23 +246,12 @@ class ResponsesModel(_LiveModel):
             message = self._redact((data.get("error") or {}).get("message", "no message"))
             raise ServiceError(f"the response failed on the server ({message}) — try again")
         text, calls = read_output(data.get("output") or [])
-        reasoning = [
-            {k: item[k] for k in ("type", "id", "summary", "encrypted_content") if k in item}
-            for item in data.get("output") or []
-            if item.get("type") == "reasoning" and item.get("encrypted_content")
-        ]
-        status = "incomplete" if data.get("status") == "incomplete" else "completed"
-        reason = (
-            (data.get("incomplete_details") or {}).get("reason") if status == "incomplete" else None
-        )
-        return Reply(
-            text,
-            calls,
-            _usage(data, ("input_tokens", "output_tokens")),
-            status,
-            reason,
-            reasoning if self.replay_reasoning else [],
-        )
+        status, reason = "completed", None
+        if data.get("status") == "incomplete":
+            status, reason = "incomplete", (data.get("incomplete_details") or {}).get("reason")
+        usage = read_usage(data, ("input_tokens", "output_tokens"))
+        reasoning = read_reasoning(data.get("output") or []) if self.replay_reasoning else []
+        return Reply(text, calls, usage, status, reason, reasoning)
 
 
 class ChatModel(_LiveModel):
@@ -446,7 +299,7 @@ class ChatModel(_LiveModel):
         return Reply(
             message.get("content") or message.get("refusal") or "",
             calls,
-            _usage(data, ("prompt_tokens", "completion_tokens")),
+            read_usage(data, ("prompt_tokens", "completion_tokens")),
             "incomplete" if reason else "completed",
             reason,
         )
@@ -457,7 +310,7 @@ def connect(
     script=(),
     max_output_tokens: int | None = None,
     cassette: str | None = None,
-):
+) -> Model:
     """The model the settings ask for: scripted offline (the default), live, or a cassette's.
 
     Example: model = connect(script=[say("pong")], cassette="01_setup")
@@ -469,24 +322,13 @@ def connect(
     model, so Run All goes on; a bare connect() raises.
     """
     s = load_settings(mode)
-    preset = PROVIDERS.get(s.provider)
     path = cassettes.cassette_path(cassette, s.cassette_dir) if cassette else None
     if s.mode == "offline" or (s.mode == "replay" and path is None):
         return ScriptedModel(script)
     if s.mode == "replay":
         return cassettes.Replayer(path)
-    cls = ResponsesModel if s.api == "responses" else ChatModel
     try:
-        model = cls(
-            s.model,
-            api_key=s.api_key,
-            base_url=s.base_url,
-            timeout=s.timeout,
-            max_retries=s.max_retries,
-            key_name=s.key_name,
-            key_source=s.key_source,
-            max_output_tokens=max_output_tokens or (preset.max_output_tokens if preset else None),
-        )
+        model = _live_model(s, max_output_tokens)
     except UserError as error:
         if not (script or cassette):  # not a notebook's Go live cell: the caller must see it
             raise
@@ -494,8 +336,33 @@ def connect(
         return ScriptedModel(script)
     if s.mode == "live" or path is None:
         return model
-    server = preset.server if preset else "OpenAI API" if s.official else shown_url(s.base_url)
-    return cassettes.Recorder(model, path, cassettes.new_header(s, server))
+    return cassettes.Recorder(model, path, cassettes.new_header(s, _server_name(s)))
+
+
+def _live_model(settings, max_output_tokens: int | None = None) -> "ResponsesModel | ChatModel":
+    """The live model the settings name, each reply capped at max_output_tokens (default: the
+    provider preset's cap, if it has one). Example: _live_model(load_settings("live")).model"""
+    preset = PROVIDERS.get(settings.provider)
+    cls = ResponsesModel if settings.api == "responses" else ChatModel
+    return cls(
+        settings.model,
+        api_key=settings.api_key,
+        base_url=settings.base_url,
+        timeout=settings.timeout,
+        max_retries=settings.max_retries,
+        key_name=settings.key_name,
+        key_source=settings.key_source,
+        max_output_tokens=max_output_tokens or (preset.max_output_tokens if preset else None),
+    )
+
+
+def _server_name(settings) -> str:
+    """Who serves the settings' model, for a cassette's label: a preset's server, the OpenAI API,
+    or the base URL as shown. Example: _server_name(load_settings())  ->  "OpenAI API" """
+    preset = PROVIDERS.get(settings.provider)
+    if preset:
+        return preset.server
+    return "OpenAI API" if settings.official else shown_url(settings.base_url)
 
 
 def describe(model) -> str:

@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 
 from .errors import ServiceError, UserError, explain
 from .models import (
+    Model,
     Reply,
+    StreamingModel,
     ToolCall,
     Usage,
     check_pairing,
@@ -201,7 +203,7 @@ def _consult(run, decision, where, actions=("allow", "refuse", "stop")):
 
 def model_turn(
     run: RunResult,
-    model,
+    model: Model,
     tools,
     started: float,
     clock,
@@ -212,7 +214,8 @@ def model_turn(
     """One model turn: call the model with the history, add its usage, trace it, append its reply.
 
     Returns the reply, or None when the service failed: the run is then finished (service_error).
-    stream: True reads the reply from model.stream; a function also sees each event as it arrives.
+    stream: True reads the reply from model.stream (a StreamingModel); a function also sees each
+    event as it arrives.
     tool_choice: this turn's choice; "auto" is not passed (a model of your own need not know it).
     Example: reply = model_turn(result, model, list(registry), started, clock)
     """
@@ -220,6 +223,11 @@ def model_turn(
     options = {} if max_output_tokens is None else {"max_output_tokens": max_output_tokens}
     if tool_choice != "auto":
         options["tool_choice"] = tool_choice
+    if stream and not isinstance(model, StreamingModel):
+        raise UserError(
+            f"{type(model).__name__} cannot stream (it has no stream method) — run without "
+            "stream=True, or use a model that streams (a StreamingModel)"
+        )
     asked = clock()
     try:
         if stream:
@@ -299,9 +307,23 @@ def _call_tool(run, call, registry, guard, clock):
     return None
 
 
+def start(task: str, system: str | None = None, history=(), clock=time.perf_counter) -> RunResult:
+    """Step 1 of run: a RunResult whose history is the system prompt, the earlier messages (paired;
+    their system messages dropped) and the task as a user message.
+
+    Example: start("Weather in Paris?").messages[-1].content  ->  "Weather in Paris?"
+    """
+    history = [m for m in history if m.role != "system"]  # a finished run's messages start with one
+    check_pairing(history)
+    result = RunResult(trace=Trace(clock), task=task)
+    system = DEFAULT_SYSTEM if system is None else system
+    result.messages = [system_message(system), *history, user(task)]
+    return result
+
+
 def run(
     task: str,
-    model,
+    model: Model,
     tools,
     max_turns: int = 6,
     max_calls: int = 8,
@@ -338,12 +360,7 @@ def run(
     def stop(reason, message="", calls=()):
         return finish(result, reason, message, started, clock, calls)
 
-    # 1. the history; a finished run's messages start with a system message
-    history = [m for m in history if m.role != "system"]
-    check_pairing(history)
-    result = RunResult(trace=Trace(clock), task=task)
-    system = DEFAULT_SYSTEM if system is None else system
-    result.messages = [system_message(system), *history, user(task)]
+    result = start(task, system, history, clock)  # 1. the history
     while True:
         # 2. the guard, then the turn limit
         decision = _consult(result, guard.before_model(result), "before model", ("allow", "stop"))

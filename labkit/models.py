@@ -1,145 +1,45 @@
-"""Messages, replies, tool specs and the scripted model.
+"""The Model protocol, stream events and the scripted model.
 
-A model is anything with `respond(messages, tools) -> Reply`. Built in 01_setup. `ScriptedModel` is
-the offline default: its steps are literally what a model would say (`say`, `call`), nothing more;
-everything around it (tools, loop, storage) runs for real. `to_api` renders a tool spec for the
-APIs. The live models that speak to a real API are in live.py and return the same Reply.
-
-A model that streams also has `stream(messages, tools)`, yielding TextDelta, ToolCallDelta and
-Completed events; `collect` turns a stream back into the Reply. An OutputSchema asks for JSON text
-matching a schema (structured output); `tool_choice` says whether the model may, must or must not
-call a tool ("auto", "required", "none" or one tool's name). Left out: images and audio, async.
+Built in 01_setup. A model is a `Model`: `respond(messages, tools, *, max_output_tokens,
+output_schema, tool_choice) -> Reply`, one signature for every model. A `StreamingModel` also has
+`stream(...)` with the same parameters, yielding TextDelta, ToolCallDelta and Completed events;
+`collect` turns a stream back into the Reply. `ScriptedModel` is the offline default: its steps are
+literally what a model would say (`say`, `call`); everything around it runs for real. The live
+models are in live.py. Messages, replies and tool specs are labkit.messages (re-exported here).
+Left out: images and audio, async.
 """
 
 import copy
 import json
 import re
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from itertools import count
+from typing import Protocol, runtime_checkable
 
 from .config import DEFAULT_MODEL
 from .errors import UserError
+from .messages import (  # noqa: F401 (re-exported: labkit.models is where lessons import them)
+    TOOL_CHOICES,
+    Message,
+    OutputSchema,
+    Reply,
+    ToolCall,
+    ToolSpec,
+    Usage,
+    as_text,
+    as_tool_spec,
+    check_pairing,
+    check_tool_choice,
+    choice_to_api,
+    system,
+    to_api,
+    tool_message,
+    user,
+)
 from .tokens import count as count_tokens
 from .tokens import estimate as estimate_tokens  # noqa: F401 (06's cite.py, 05's Build it)
-from .tokens import least_trusted
 from .tokens import source as count_source
-
-
-@dataclass
-class ToolCall:
-    """One tool call as the model sent it. Every field is text: a name or arguments sent as
-    anything else (a list, an object, a number, nothing) become their JSON text, and `problem`
-    says what was wrong, so the call is refused as malformed instead of crashing what reads it.
-
-    Example: ToolCall("call_1", "f", {"x": 1}).problem  ->  "the arguments are a JSON object, ..."
-    """
-
-    id: str  # pairs the call with its output: "call_1"
-    name: str  # the tool the model wants to run
-    arguments: str  # the raw JSON text the model wrote; the tool layer parses it
-    problem: str | None = None  # why the call cannot run as sent; None for a well-formed call
-
-    def __post_init__(self):
-        found = [] if self.problem is None else [self.problem]
-        fix = "call one of the tools you were offered, by name"
-        if self.name is None:
-            found.append(f"the call has no tool name — {fix}")
-        elif not isinstance(self.name, str):
-            found.append(f"the tool name is {_kind(self.name)}, not text — {fix}")
-        if not isinstance(self.arguments, str):
-            found.append(
-                f"the arguments are {_kind(self.arguments)}, not JSON text — send a "
-                "string holding one JSON object ('{}' when the tool takes none)"
-            )
-        self.id, self.name = as_text(self.id), as_text(self.name)
-        self.arguments = as_text(self.arguments)
-        self.problem = "; ".join(found) or None
-
-    def __repr__(self):
-        problem = f", problem={self.problem!r}" if self.problem else ""
-        shown = f"id={self.id!r}, name={self.name!r}, arguments={self.arguments!r}{problem}"
-        return f"ToolCall({shown})"
-
-
-def _kind(value):
-    """A value's kind in JSON words. Example: _kind([1])  ->  "a JSON array" """
-    for cls, word in (
-        (bool, "a boolean"),
-        ((int, float), "a number"),
-        (dict, "a JSON object"),
-        ((list, tuple), "a JSON array"),
-    ):
-        if isinstance(value, cls):  # bool first; True is an int to Python
-            return word
-    return "null" if value is None else f"a Python {type(value).__name__}"
-
-
-def as_text(value) -> str:
-    """A tool call's field as text: text stays, None is "", anything else is its JSON.
-
-    Example: as_text({"city": "Paris"})  ->  '{"city": "Paris"}'
-    """
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return ""
-    try:
-        return json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError, RecursionError):  # not JSON: name its type, never its repr
-        return f"<{type(value).__name__}>"
-
-
-@dataclass
-class Message:
-    role: str  # "system" | "user" | "assistant" | "tool"
-    content: str = ""
-    tool_calls: list = field(default_factory=list)  # assistant: [ToolCall, ...]
-    tool_call_id: str | None = None  # tool: the ToolCall.id this answers
-    reasoning: list = field(default_factory=list)  # assistant: encrypted reasoning items, opaque
-
-
-@dataclass
-class Usage:
-    input_tokens: int = 0
-    output_tokens: int = 0
-    total_tokens: int = 0
-    source: str = "reported"  # who counted it: a key of labkit.tokens.SOURCES
-
-    def __add__(self, other):
-        return Usage(
-            self.input_tokens + other.input_tokens,
-            self.output_tokens + other.output_tokens,
-            self.total_tokens + other.total_tokens,
-            least_trusted(self.source, other.source),  # a sum is only as good as its worst part
-        )
-
-
-@dataclass
-class Reply:
-    text: str = ""
-    tool_calls: list = field(default_factory=list)  # [ToolCall, ...]
-    usage: Usage | None = None  # None when the server did not report it
-    status: str = "completed"  # "completed" | "incomplete"
-    incomplete_reason: str | None = None  # e.g. "max_output_tokens"
-    reasoning: list = field(default_factory=list)  # replayable reasoning items (Responses API)
-
-    def to_message(self) -> "Message":
-        """The assistant message to append to the history."""
-        return Message(
-            "assistant", self.text, list(self.tool_calls), reasoning=list(self.reasoning)
-        )
-
-
-@dataclass(frozen=True)
-class OutputSchema:
-    """Structured output: the reply's text must be JSON matching `schema` (the APIs' strict mode).
-
-    Example: OutputSchema("claims", {"type": "object", "properties": {...}, ...})
-    """
-
-    name: str  # the APIs want a name for the format
-    schema: dict  # a JSON schema whose root is an object
-
 
 # ---------------------------------------------------------------- streaming events
 
@@ -197,106 +97,68 @@ def collect(events, on_event=None) -> "Reply":
     return Reply("".join(text), [], None, "incomplete", CUT)
 
 
-def system(text: str) -> Message:
-    return Message("system", text)
+# ---------------------------------------------------------------- the Model protocol
+
+StreamEvent = TextDelta | ToolCallDelta | Completed  # what a stream yields
 
 
-def user(text: str) -> Message:
-    return Message("user", text)
+@runtime_checkable
+class Model(Protocol):
+    """What the loop, the guardrails and the agents need of a model: one way to ask it.
 
-
-def tool_message(call: ToolCall, content: str) -> Message:
-    """The output of one tool call, paired with it by id.
-    Example: tool_message(call, '{"ok": true}')"""
-    return Message("tool", content, tool_call_id=call.id)
-
-
-@dataclass(frozen=True)
-class ToolSpec:
-    name: str
-    description: str
-    parameters: dict  # a JSON schema whose root is an object
-    strict: bool = True  # OpenAI strict mode: additionalProperties false, all properties required
-
-
-def as_tool_spec(tool) -> ToolSpec:
-    """Accept a ToolSpec, a dict, or any object with name/description/parameters (a labkit Tool)."""
-    if isinstance(tool, ToolSpec):
-        return tool
-    get = (
-        tool.get
-        if isinstance(tool, dict)
-        else lambda key, default=None: getattr(tool, key, default)
-    )
-    if not get("name") or not isinstance(get("parameters"), dict):
-        raise UserError(
-            f"{tool!r} is not a tool — give a name, a description and a parameters schema"
-        )
-    return ToolSpec(get("name"), get("description", ""), get("parameters"), get("strict", True))
-
-
-def to_api(tool, api: str) -> dict:
-    """A tool spec as the Responses API or the Chat Completions API wants it in `tools=[...]`.
-
-    The one renderer: the live adapters, request previews and ToolRegistry.specs all use it.
-    Example: to_api(get_weather, "chat")  ->  {"type": "function", "function": {"name": ...}}
+    Only `messages` is required of a caller; a model answers with a Reply (text, tool calls,
+    usage, status), capped at `max_output_tokens` if given, JSON matching `output_schema` if given,
+    and calling tools as `tool_choice` says ("auto", "required", "none" or a tool's name).
+    Example: isinstance(ScriptedModel([say("pong")]), Model)  ->  True
     """
-    s = as_tool_spec(tool)
-    spec = {
-        "name": s.name,
-        "description": s.description,
-        "parameters": s.parameters,
-        "strict": s.strict,
-    }
-    if api == "responses":
-        return {"type": "function", **spec}
-    if api == "chat":
-        return {"type": "function", "function": spec}
-    raise UserError(f"api {api!r} is not one of responses, chat")
+
+    def respond(
+        self,
+        messages: list,
+        tools=(),
+        *,
+        max_output_tokens: int | None = None,
+        output_schema: OutputSchema | None = None,
+        tool_choice: str = "auto",
+    ) -> Reply: ...
 
 
-TOOL_CHOICES = ("auto", "required", "none")  # or one offered tool's name: call exactly that one
+@runtime_checkable
+class StreamingModel(Model, Protocol):
+    """A model that can also stream its reply: the same parameters, the reply as events.
 
-
-def check_tool_choice(choice: str, tools=()) -> str:
-    """The tool_choice as given, once it is one the APIs accept with these tools; else UserError.
-
-    "auto": the model decides (the default, never sent); "required": it must call a tool;
-    "none": it must answer in text; a tool's name: it must call that tool.
-    Example: check_tool_choice("get_weather", [get_weather])  ->  "get_weather"
+    Example: collect(model.stream([user("ping")])).text  ->  "pong"
     """
-    names = [as_tool_spec(t).name for t in tools]
-    if choice in ("auto", "none") or (isinstance(choice, str) and choice in names):
-        return choice
-    if choice == "required" and names:
-        return choice
-    if choice == "required":
-        raise UserError('tool_choice "required" with no tools offered — offer one, or use "auto"')
-    offered = (
-        f"the name of an offered tool ({', '.join(names)})"
-        if names
-        else "a tool's name (none were offered)"
-    )
-    raise UserError(
-        f"tool_choice {repr(choice)[:60]} is not allowed — use "
-        f'"auto", "required", "none" or {offered}'
-    )
+
+    def stream(
+        self,
+        messages: list,
+        tools=(),
+        *,
+        max_output_tokens: int | None = None,
+        output_schema: OutputSchema | None = None,
+        tool_choice: str = "auto",
+    ) -> Iterator[StreamEvent]: ...
 
 
-def choice_to_api(choice: str, api: str) -> str | dict:
-    """A checked tool_choice as the Responses or the Chat Completions API wants it.
+@runtime_checkable
+class CappedModel(Model, Protocol):
+    """A model with its own cap on each reply (None: no cap), so a caller may ask it for less.
 
-    The three words are the same in both; one tool is named differently by each.
-    Example: choice_to_api("get_weather", "chat")
-             ->  {"type": "function", "function": {"name": "get_weather"}}
+    Example: isinstance(ScriptedModel(), CappedModel)  ->  True
     """
-    if api not in ("responses", "chat"):
-        raise UserError(f"api {api!r} is not one of responses, chat")
-    if choice in TOOL_CHOICES:
-        return choice
-    if api == "responses":
-        return {"type": "function", "name": choice}
-    return {"type": "function", "function": {"name": choice}}
+
+    max_output_tokens: int | None
+
+
+@runtime_checkable
+class NamedModel(Model, Protocol):
+    """A model that names the real model answering (a live one, a cassette's): priced as itself.
+
+    Example: isinstance(ScriptedModel(), NamedModel)  ->  False
+    """
+
+    model: str
 
 
 def tighter(cap: int | None, other: int | None) -> int | None:
@@ -412,6 +274,7 @@ class ScriptedModel:
         self,
         messages: list,
         tools=(),
+        *,
         max_output_tokens: int | None = None,
         output_schema: OutputSchema | None = None,
         tool_choice: str = "auto",
@@ -466,9 +329,18 @@ class ScriptedModel:
         self.usage = self.usage + usage
         return Reply(text, calls, usage, status, reason)
 
-    def stream(self, messages: list, tools=(), **options):
+    def stream(
+        self,
+        messages: list,
+        tools=(),
+        *,
+        max_output_tokens: int | None = None,
+        output_schema: OutputSchema | None = None,
+        tool_choice: str = "auto",
+    ) -> Iterator[StreamEvent]:
         """The next step as stream events, word by word. Example: collect(model.stream(msgs))"""
-        yield from stream_reply(self.respond(messages, tools, **options))
+        options = dict(max_output_tokens=max_output_tokens, output_schema=output_schema)
+        yield from stream_reply(self.respond(messages, tools, **options, tool_choice=tool_choice))
 
     def _capped(self, step, cap):
         """(text, calls, status, reason) as a server with max_output_tokens returns them: the
@@ -538,35 +410,3 @@ def schema_problem(text: str, output_schema: OutputSchema) -> str | None:
         return None
     where = "/".join(str(p) for p in error.absolute_path) or "the top level"
     return f"at {where}: {error.message[:120]}"
-
-
-# ---------------------------------------------------------------- histories
-
-
-def check_pairing(messages: list) -> None:
-    """Every tool call must be answered by exactly one tool message, right after it, by call id."""
-    waiting = {}
-    for i, m in enumerate(messages, 1):  # messages are counted from 1, as people count
-        if m.role not in ("system", "user", "assistant", "tool"):
-            raise UserError(
-                f"message {i} has role {m.role!r} — use system, user, assistant or tool"
-            )
-        if m.role == "tool":
-            if m.tool_call_id not in waiting:
-                raise UserError(
-                    f"message {i} answers call {m.tool_call_id!r}, which no assistant message "
-                    "before it made (or was already answered) — append reply.to_message() "
-                    "before the tool results"
-                )
-            del waiting[m.tool_call_id]
-            continue
-        if waiting:
-            raise UserError(
-                f"message {i} comes before the output of call(s) {', '.join(waiting)} — append "
-                "one tool_message(call, result) per call first"
-            )
-        waiting = {c.id: c for c in m.tool_calls} if m.role == "assistant" else {}
-    if waiting:
-        raise UserError(
-            f"call(s) {', '.join(waiting)} have no output yet — append one tool_message per call"
-        )

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from .errors import ModelBehaviorError
 from .loop import RunResult, finish, model_turn, record, run
-from .models import ToolCall, user
+from .models import Model, ToolCall, user
 from .models import system as system_message
 from .tools import as_registry, execute, result_text
 from .trace import Trace, clip
@@ -89,7 +89,7 @@ def parse_react(text: str) -> ReactStep:
 
 
 def run_react(
-    task: str, model, tools, max_turns: int = 6, max_calls: int = 8, clock=time.perf_counter
+    task: str, model: Model, tools, max_turns: int = 6, max_calls: int = 8, clock=time.perf_counter
 ) -> RunResult:
     """The loop over the ReAct text protocol: tools are described in the prompt, not sent as tools.
 
@@ -164,7 +164,7 @@ def parse_plan(text: str, max_steps: int = 5) -> list[str]:
 
 def plan_and_execute(
     task: str,
-    model,
+    model: Model,
     tools,
     max_steps: int = 5,
     max_turns: int = 4,

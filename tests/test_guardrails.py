@@ -948,3 +948,22 @@ def test_a_policy_forcing_every_turn_is_stopped_by_the_budget():
         "Count.", model, [calculate], budget=Budget(max_turns=3), tool_choice=lambda t: "required"
     )
     assert result.status == "turn_limit" and result.turns == 3
+
+
+SETTINGS = [f.name for f in dataclasses.fields(Budget) if f.init]  # the limits, model and watch
+
+
+def test_run_guarded_changes_none_of_its_arguments_but_what_the_budget_meters():
+    history = run("2 + 2?", ScriptedModel([say("4")]), []).messages
+    shown, tools, secrets = dataclasses.replace(history[1]), [calculate], ["hunter-22-22"]
+    budget = Budget(max_turns=4, max_tokens=5_000)
+    settings = {name: getattr(budget, name) for name in SETTINGS}
+    model = ScriptedModel([call("calculate", expression="3 + 3"), say("6")])
+    result = g.run_guarded(
+        "And 3 + 3?", model, tools, budget=budget, history=history, secrets=secrets
+    )
+    assert result.status == "completed" and len(result.messages) == len(history) + 4
+    assert len(history) == 3 and history[1] == shown  # the caller's history is not extended
+    assert tools == [calculate] and secrets == ["hunter-22-22"]
+    assert {name: getattr(budget, name) for name in SETTINGS} == settings  # limits as given
+    assert budget.turns == result.turns == 2  # the meter: what the caller reads after the run

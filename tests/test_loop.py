@@ -366,3 +366,19 @@ def test_a_model_of_your_own_without_tool_choice_still_runs_on_auto():
             return labkit.Reply(f"you said {messages[-1].content}")
 
     assert run("hi", Parrot(), [get_weather]).answer == "you said hi"
+
+
+def test_a_stream_asked_of_a_model_that_cannot_stream_is_a_user_error():
+    class Whole:  # a Model, not a StreamingModel
+        def respond(self, messages, tools=()):
+            raise AssertionError("never asked: the run cannot stream it")
+
+    with pytest.raises(UserError, match="Whole cannot stream"):
+        run("x", Whole(), [], stream=True)
+
+
+def test_start_is_step_1_the_history_a_run_begins_with():
+    finished = run("2 + 2?", ScriptedModel([say("4")]), [])
+    began = labkit.loop.start("And 3 + 3?", "Be brief.", finished.messages)
+    assert [m.role for m in began.messages] == ["system", "user", "assistant", "user"]
+    assert began.messages[0].content == "Be brief." and began.task == "And 3 + 3?"

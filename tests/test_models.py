@@ -1,6 +1,8 @@
 """Messages, the scripted model, request previews, the live adapters' request bodies."""
 
+import inspect
 import json
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +14,7 @@ from labkit import (
     ToolCall,
     UserError,
     call,
+    cassettes,
     collect,
     connect,
     describe,
@@ -25,8 +28,17 @@ from labkit import (
     turn,
     user,
 )
+from labkit.cassettes import Recorder, Replayer
 from labkit.live import read_output
-from labkit.models import check_pairing, estimate_tokens
+from labkit.models import (
+    CappedModel,
+    Model,
+    NamedModel,
+    Reply,
+    StreamingModel,
+    check_pairing,
+    estimate_tokens,
+)
 
 KEY = "sk-test-0123456789abcdefghij"
 WEATHER = {
@@ -423,3 +435,78 @@ def test_auto_and_a_choice_without_tools_are_never_sent(cls):
     )
     assert "tool_choice" not in model.request_preview([user("q")], [WEATHER])
     assert "tool_choice" not in model.request_preview([user("q")], [], tool_choice="none")
+
+
+# ---------------------------------------------------------------- the Model protocol
+
+CASSETTE = Path(__file__).resolve().parent.parent / "data" / "cassettes" / "01_setup.jsonl"
+
+
+def every_model(tmp_path):
+    """One of each model class labkit has, built offline (no request is sent)."""
+    header = {"cassette": 1, "model": "m", "server": "s", "date": "d"}
+    live = ResponsesModel(api_key=KEY)
+    return {
+        "ScriptedModel": ScriptedModel([say("pong")]),
+        "ResponsesModel": live,
+        "ChatModel": ChatModel(api_key=KEY),
+        "Recorder": Recorder(live, tmp_path / "recording.jsonl", header),
+        "Replayer": Replayer(CASSETTE),
+    }
+
+
+MODELS = ["ScriptedModel", "ResponsesModel", "ChatModel", "Recorder", "Replayer"]
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_every_model_class_is_a_model_that_streams_and_caps_its_replies(tmp_path, name):
+    model = every_model(tmp_path)[name]
+    assert isinstance(model, Model)
+    assert isinstance(model, StreamingModel)
+    assert isinstance(model, CappedModel)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_only_models_that_ask_a_real_model_are_named(tmp_path, name):
+    model = every_model(tmp_path)[name]
+    assert isinstance(model, NamedModel) == (name != "ScriptedModel")
+
+
+@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("method", ["respond", "stream"])
+def test_all_five_models_take_the_protocol_s_one_signature(tmp_path, name, method):
+    model = every_model(tmp_path)[name]
+    protocol = StreamingModel if method == "stream" else Model
+    expected = inspect.signature(getattr(protocol, method)).parameters
+    found = inspect.signature(getattr(type(model), method)).parameters
+    assert [(p.name, p.kind, p.default) for p in found.values()] == [
+        (p.name, p.kind, p.default) for p in expected.values()
+    ]
+
+
+@pytest.mark.parametrize("name", ["ScriptedModel", "Recorder", "Replayer"])
+def test_the_same_keywords_reach_every_model(tmp_path, monkeypatch, name):
+    monkeypatch.setattr(cassettes, "_cursor", {})  # where replays left off: this test's own
+    model = every_model(tmp_path)[name]
+    if name == "Recorder":  # recording a scripted model: nothing is sent
+        model = Recorder(ScriptedModel([say("pong")]), tmp_path / "r.jsonl", {"cassette": 1})
+    messages = [system("Answer in one word."), user("ping")]
+    if name == "Replayer":
+        messages = [Message(r, t) for r, t in recorded_request()]
+    options = dict(max_output_tokens=None, output_schema=None, tool_choice="auto")
+    assert isinstance(model.respond(messages, (), **options).text, str)
+
+
+def recorded_request():
+    return json.loads(CASSETTE.read_text(encoding="utf-8").splitlines()[1])["request"]
+
+
+def test_a_model_of_your_own_needs_only_respond():
+    class Echo:
+        def respond(self, messages, tools=()):
+            return Reply(messages[-1].content)
+
+    assert isinstance(Echo(), Model)
+    assert not isinstance(Echo(), StreamingModel)
+    assert not isinstance(Echo(), CappedModel)
+    assert not isinstance(Echo(), NamedModel)

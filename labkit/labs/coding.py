@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 from ..coding import CodingGuard, Hooks, solve
-from ..models import ScriptedModel, call, say
+from ..models import Model, ScriptedModel, call, say
 from ..sandbox import Workspace
 from ..swe import REPOS, evaluate, load_tasks, stop_hook, table
 
@@ -71,7 +71,7 @@ def script(task: dict) -> list:
 VERSIONS = {"v1": "no stop hook", "v2": "a stop hook runs the task's tests"}
 
 
-def run_task(task: dict, version: str = "v2", sandbox: str = "auto", model=None):
+def run_task(task: dict, version: str = "v2", sandbox: str = "auto", model: Model | None = None):
     """One task with one agent version: (task, AgentRun, Verdict). model: default the script."""
     with Workspace(REPOS / task["repo"], sandbox) as ws:
         hooks = Hooks(on_stop=stop_hook(task, ws, sandbox) if version == "v2" else None)

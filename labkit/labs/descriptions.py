@@ -18,7 +18,7 @@ from pathlib import Path
 from ..config import EVALS_DIR
 from ..errors import ServiceError
 from ..evals import ast_match
-from ..models import user
+from ..models import Model, user
 from ..stats import bootstrap_ci, compare
 from .evalsets import bfcl_tool, load_tool_cases
 
@@ -87,7 +87,7 @@ def right_arguments(case, calls) -> bool:
     return bool(calls) and ast_match(calls[:1], case["ground_truth"], case["functions"]).ok
 
 
-def ask(model, case, variant, written, tool_choice="auto"):
+def ask(model: Model, case, variant, written, tool_choice="auto"):
     """The model's calls for one question under one variant, or None when the service failed."""
     tools = [bfcl_tool(described(d, variant, written)) for d in case["functions"]]
     try:
@@ -121,7 +121,7 @@ class DescriptionReport:
         return "\n".join(lines)
 
 
-def description_table(model, cases=None, written=None) -> DescriptionReport:
+def description_table(model: Model, cases=None, written=None) -> DescriptionReport:
     """Ask every distinct question under each variant, auto; then every one-call question forced
     to its expected tool by name. One reply per question (no tool runs: the first reply is scored).
 

@@ -15,6 +15,7 @@ from ..config import DOCS_DIR, EVALS_DIR
 from ..errors import ServiceError, UserError
 from ..evals import Match, ast_match
 from ..models import (
+    Model,
     ToolSpec,
     user,
 )
@@ -59,7 +60,7 @@ def bfcl_tool(doc) -> ToolSpec:
     return ToolSpec(doc["name"], doc.get("description", ""), schema(doc["parameters"]), False)
 
 
-def model_calls(model):
+def model_calls(model: Model):
     """calls_for(case) asking `model` the case's question with its functions as tools.
 
     Example: tool_call_table(load_tool_cases(), model_calls(connect()))

@@ -12,6 +12,7 @@ from ..config import EVALS_DIR
 from ..errors import UserError
 from ..loop import run
 from ..models import (
+    Model,
     ScriptedModel,
     call,
     incomplete,
@@ -133,7 +134,7 @@ def load_scenarios(path=SCENARIOS):
     ]
 
 
-def run_scenario(scenario, model=None, clock=time.perf_counter):
+def run_scenario(scenario, model: Model | None = None, clock=time.perf_counter):
     """Run one scenario on its scripted model (or on `model`, e.g. a live one)."""
     tools = [scenario_tools()[name] for name in scenario.tools]
     model = model if model is not None else ScriptedModel(scenario.script)
