@@ -11,7 +11,6 @@ from types import SimpleNamespace
 
 from hypothesis import strategies as st
 
-from .check import Case, Rule, Task
 from .context import split_turns
 from .errors import ToolError
 from .evals import normalize_answer
@@ -22,6 +21,7 @@ from .memory import KINDS, MAX_CHARS, SOURCES, TTL_DAYS, record_problems
 from .models import Message, ToolCall, system, tool_message, user
 from .rag import rrf
 from .schema import json_equal
+from .taskspec import Case, Rule, Task
 
 
 def _each_case_a_rule(task: Task) -> Task:

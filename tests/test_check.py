@@ -5,7 +5,8 @@ from inspect import signature
 import pytest
 
 from labkit import UserError, check
-from labkit.check import NOTEBOOKS, Case, Task, load_task, signature_problem
+from labkit.check import NOTEBOOKS, load_task, signature_problem
+from labkit.taskspec import Case, Task
 
 SQUARE = Task(
     "square a number",
@@ -263,7 +264,7 @@ def test_a_rule_a_case_names_must_exist():
 
 
 def test_a_case_whose_own_rule_holds_is_blamed_on_the_first_rule_broken():
-    from labkit.check import Rule
+    from labkit.taskspec import Rule
 
     task = Task(
         "double a number",

@@ -24,8 +24,8 @@ from .conversation import (
     plot_sections,
     probes_kept,
 )
-from .descriptions import DescriptionReport, description_table, first_calls
 from .dbos_refund import DBOS_POINTS, Bank, dbos_kill_trial, kill_points
+from .descriptions import DescriptionReport, description_table, first_calls
 from .evalsets import (
     AGENT_SUITE,
     BFCL_TYPES,
