@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from .cite import Answer, CitationReport, Claim, citation_report, validate_answer
 from .errors import ModelBehaviorError, UserError
 from .models import ToolCall, as_tool_spec
-from .schema import ArgumentError, json_type, parse_arguments
+from .schema import ArgumentError, is_number, json_type, parse_arguments
 from .trace import clip
 
 # ---------------------------------------------------------------- tool calls: the AST match
@@ -345,7 +345,7 @@ def _text(value, name: str) -> str:
     """An answer or truth as text: None is "None" (as GAIA reads it), a number its digits."""
     if value is None:
         return "None"
-    if isinstance(value, int | float) and not isinstance(value, bool):
+    if is_number(value):
         return str(value)
     if not isinstance(value, str):
         raise UserError(f"{name} is {json_type(value)} — give the {name} as text, e.g. '57.2'")
