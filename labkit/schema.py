@@ -134,12 +134,8 @@ def unencodable(value, path: str = "text") -> str | None:
                     "that was not UTF-8)"
                 )
         elif isinstance(item, dict):
-            children = [
-                c
-                for k, v in item.items()
-                for c in ((k, f"a key of {where}"), (v, f"{where}.{printable(k)}"))
-            ]
-            stack += reversed(children)
+            for k, v in reversed(item.items()):  # popped in order: a key, then its value
+                stack += [(v, f"{where}.{printable(k)}"), (k, f"a key of {where}")]
         elif isinstance(item, (list, tuple)):
             stack += reversed([(v, f"{where}[{i}]") for i, v in enumerate(item)])
     return None
@@ -313,11 +309,6 @@ def _show(value):
     return json.dumps(value, ensure_ascii=False)[:40]
 
 
-def _kind_and_value(value):
-    """`string "1"`, `integer 3`, or just `null`: the type, then the value if it adds anything."""
-    return "null" if value is None else f"{json_type(value)} {_show(value)}"
-
-
 def _problems(value, schema, path):
     """Yield one line per way `value` breaks `schema` (already checked by check_schema)."""
     if schema is True:
@@ -344,7 +335,8 @@ def _wrong_type(value, schema, path):
     types = [types] if isinstance(types, str) else types
     if types is None or any(_has_type(value, t) for t in types):
         return None
-    return f"{path} should be {' or '.join(types)}, got {_kind_and_value(value)}"
+    got = "null" if value is None else f"{json_type(value)} {_show(value)}"  # `integer 3`
+    return f"{path} should be {' or '.join(types)}, got {got}"
 
 
 def _object_problems(value, schema, path):
