@@ -114,6 +114,60 @@ def _forbidden(exc, where, model, said, key_sent, official):
     )
 
 
+def _unauthorized(where, said, official, key_source):
+    """A 401's one line: the fix points where the key was set (the shell wins over .env)."""
+    name = "OPENAI_API_KEY" if official else "LABKIT_API_KEY"
+    fix = (
+        f"{name} is set in the shell, which wins over .env: fix it there or unset it"
+        if key_source == "the shell"
+        else f"put a valid key in {key_source or '.env'} as {name}=... (no quotes)"
+    )
+    return f"401 unauthorized: {where} rejected the API key{said} — {fix}, then restart the kernel"
+
+
+def _not_found(model, said, official):
+    """A 404's one line: the model's name is the usual suspect."""
+    hint = (
+        "check the spelling of OPENAI_MODEL, or pick a model your key can use"
+        if official
+        else "check OPENAI_MODEL (the server's model name) and that LABKIT_BASE_URL ends in /v1"
+    )
+    return f"404 not found: model {model!r} does not exist or this key cannot use it{said} — {hint}"
+
+
+def _rate_limited(said):
+    """A 429's one line: no credit left, or too many requests."""
+    if "quota" in said.lower() or "billing" in said.lower():
+        return (
+            f"429 quota exceeded: the account behind this key has no credit left{said} — add "
+            "billing credit, or work offline (LABKIT_MODE=offline)"
+        )
+    return f"429 rate limited: too many requests{said} — wait a minute and run the cell again"
+
+
+def _refused(exc, where, said, model, official, key_source, key_sent):
+    """An HTTP error status as (labkit error class, one line): 401, 403, 404, 429, 5xx, other."""
+    import openai
+
+    status = getattr(exc, "status_code", None)
+    if isinstance(exc, openai.AuthenticationError):
+        return UserError, _unauthorized(where, said, official, key_source)
+    if isinstance(exc, openai.PermissionDeniedError):
+        return UserError, _forbidden(exc, where, model, said, key_sent, official)
+    if isinstance(exc, openai.NotFoundError):
+        return UserError, _not_found(model, said, official)
+    if isinstance(exc, openai.RateLimitError):
+        return ServiceError, _rate_limited(said)
+    if status and status >= 500:
+        return ServiceError, (
+            f"{status} server error at {where}{said} — not your fault; try again in a minute"
+        )
+    return UserError, (
+        f"{status} request refused by {where}{said} — compare the request with "
+        "model.request_preview(messages, tools)"
+    )
+
+
 def describe_failure(
     exc: BaseException,
     model: str | None = None,
@@ -138,7 +192,6 @@ def describe_failure(
     where = "the OpenAI API" if official else config.shown_url(base_url)
     said = _server_message(exc)
     said = f" (server said: {said})" if said else ""
-    status = getattr(exc, "status_code", None)
     if isinstance(exc, openai.APITimeoutError):
         return ServiceError, (
             f"timeout: {where} did not answer within {timeout:g} s — try again; "
@@ -149,46 +202,8 @@ def describe_failure(
             ServiceError,
             f"connection failed: could not reach {where} — {_unreachable(base_url)}",
         )
-    if isinstance(exc, openai.AuthenticationError):
-        name = "OPENAI_API_KEY" if official else "LABKIT_API_KEY"
-        fix = (
-            f"{name} is set in the shell, which wins over .env: fix it there or unset it"
-            if key_source == "the shell"
-            else f"put a valid key in {key_source or '.env'} as {name}=... (no quotes)"
-        )
-        return UserError, (
-            f"401 unauthorized: {where} rejected the API key{said} — {fix}, then restart the kernel"
-        )
-    if isinstance(exc, openai.PermissionDeniedError):
-        return UserError, _forbidden(exc, where, model, said, key_sent, official)
-    if isinstance(exc, openai.NotFoundError):
-        hint = (
-            "check the spelling of OPENAI_MODEL, or pick a model your key can use"
-            if official
-            else "check OPENAI_MODEL (the server's model name) and that LABKIT_BASE_URL ends in /v1"
-        )
-        return UserError, (
-            f"404 not found: model {model!r} does not exist or this key cannot use it"
-            f"{said} — {hint}"
-        )
-    if isinstance(exc, openai.RateLimitError):
-        if "quota" in said.lower() or "billing" in said.lower():
-            return ServiceError, (
-                f"429 quota exceeded: the account behind this key has no credit left{said} — add "
-                "billing credit, or work offline (LABKIT_MODE=offline)"
-            )
-        return ServiceError, (
-            f"429 rate limited: too many requests{said} — wait a minute and run the cell again"
-        )
-    if isinstance(exc, openai.APIStatusError) and status and status >= 500:
-        return ServiceError, (
-            f"{status} server error at {where}{said} — not your fault; try again in a minute"
-        )
     if isinstance(exc, openai.APIStatusError):
-        return UserError, (
-            f"{status} request refused by {where}{said} — compare the request with "
-            "model.request_preview(messages, tools)"
-        )
+        return _refused(exc, where, said, model, official, key_source, key_sent)
     if isinstance(exc, ValueError) and not isinstance(exc, LabkitError):  # JSONDecodeError too
         return ServiceError, (
             f"bad response: {where} answered with truncated or invalid JSON — try "

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from .cite import Answer, CitationReport, Claim, citation_report, validate_answer
 from .errors import ModelBehaviorError, UserError
 from .models import ToolCall, as_tool_spec
-from .schema import ArgumentError, json_type, parse_arguments
+from .schema import ArgumentError, is_number, json_type, parse_arguments
 from .trace import clip
 
 # ---------------------------------------------------------------- tool calls: the AST match
@@ -134,18 +134,23 @@ def _type_rule(where, value, options, schema, types) -> bool:
     if expected is None:  # labkit: "any" or no type, no type rule
         return False
     if type(value) is expected:  # subtle: True is no integer here
-        item = (
-            types.get(schema.get("items", {}).get("type")) if kind in ("array", "tuple") else None
-        )
-        lists = options if bfcl else [o for o in options if isinstance(o, list)] or [None]
-        for option in lists if item is not None else [None]:
-            inner = _written_type(option) if isinstance(option, list) else None
-            if not isinstance(option, list) or all(type(v) in (item, inner) for v in value):
-                return written not in (None, expected)
-        raise _Mismatch("type_error", f"{where}: an item is not {schema['items']['type']}")
+        array = kind in ("array", "tuple")
+        item = types.get(schema.get("items", {}).get("type")) if array else None
+        if item is not None and not _items_typed(value, options, item, bfcl):
+            raise _Mismatch("type_error", f"{where}: an item is not {schema['items']['type']}")
+        return written not in (None, expected)
     if written is not None and type(value) is written:
         return True
     raise _Mismatch("type_error", f"{where} is {json_type(value)}, expected {kind}")
+
+
+def _items_typed(value, options, item, bfcl) -> bool:
+    """BFCL's item rule: each item of the doc's item type, or of an allowed list's item type."""
+    lists = options if bfcl else [o for o in options if isinstance(o, list)] or [None]
+    return any(
+        not isinstance(o, list) or all(type(v) in (item, _written_type(o)) for v in value)
+        for o in lists
+    )
 
 
 def _std(value):
@@ -173,19 +178,24 @@ def _fits(value, options, schema, types) -> bool:
     item = types.get(schema.get("items", {}).get("type"))
     if expected is dict:
         return _dict_fits(value, options)
-    if expected is list and item is dict:
+    if expected is list:
+        return _list_fits(value, options, item)
+    if expected is str:
+        return _std(value) in [_std(o) for o in options if type(o) is str]
+    return value in options
+
+
+def _list_fits(value, options, item) -> bool:
+    """BFCL's list rule: element by element (strings standardized), a list of dicts dict by dict."""
+    if item is dict:
         return any(
             isinstance(o, list | str)
             and len(value) == len(o)
             and all(_dict_fits(v, [d]) for v, d in zip(value, o, strict=True))
             for o in options
         )
-    if expected is str:
-        return _std(value) in [_std(o) for o in options if type(o) is str]
-    if expected is list:
-        shown = [[_std(x) for x in o] if isinstance(o, list | str) else o for o in options]
-        return [_std(v) for v in value] in shown
-    return value in options
+    shown = [[_std(x) for x in o] if isinstance(o, list | str) else o for o in options]
+    return [_std(v) for v in value] in shown
 
 
 def _check_call(call, name, allowed, docs, types=TYPES):
@@ -203,20 +213,22 @@ def _check_call(call, name, allowed, docs, types=TYPES):
         if p not in properties or p not in allowed:
             where = "the function doc" if p not in properties else "the ground truth"
             raise _Mismatch("unexpected_param", f"{name}: parameter {p!r} is not in {where}")
-        if types.get(properties[p].get("type")) is float and type(value) is int:
-            value = float(value)  # int accepted for float, as in Python (not inside a list)
-        variable = _type_rule(f"{name}.{p}", value, allowed[p], properties[p], types)
-        if not (
-            value in allowed[p] if variable else _fits(value, allowed[p], properties[p], types)
-        ):
-            shown = [o for o in allowed[p] if o != ""]
-            raise _Mismatch(
-                "value_error",
-                f"{name}.{p} = {clip(repr(value), 40)}, allowed: {clip(repr(shown), 50)}",
-            )
+        _check_type_and_value(f"{name}.{p}", value, allowed[p], properties[p], types)
     for p, options in allowed.items():
         if p not in arguments and "" not in options:
             raise _Mismatch("missing_optional", f"{name}: {p!r} may not be left out here")
+
+
+def _check_type_and_value(where, value, options, schema, types):
+    """One argument: BFCL's type rule, then its value rule; raise type_error or value_error."""
+    if types.get(schema.get("type")) is float and type(value) is int:
+        value = float(value)  # int accepted for float, as in Python (not inside a list)
+    variable = _type_rule(where, value, options, schema, types)
+    if not (value in options if variable else _fits(value, options, schema, types)):
+        shown = [o for o in options if o != ""]
+        raise _Mismatch(
+            "value_error", f"{where} = {clip(repr(value), 40)}, allowed: {clip(repr(shown), 50)}"
+        )
 
 
 def _failure(call, name, allowed, docs, types=TYPES):
@@ -345,7 +357,7 @@ def _text(value, name: str) -> str:
     """An answer or truth as text: None is "None" (as GAIA reads it), a number its digits."""
     if value is None:
         return "None"
-    if isinstance(value, int | float) and not isinstance(value, bool):
+    if is_number(value):
         return str(value)
     if not isinstance(value, str):
         raise UserError(f"{name} is {json_type(value)} — give the {name} as text, e.g. '57.2'")

@@ -136,10 +136,22 @@ def offered_text(description: str, schema, policy: str = "refuse") -> tuple:
 
 
 def _ready(schema, path, depth, optional):
+    """One schema checked, annotations dropped, a default moved into the description; then the
+    schemas inside it, one level deeper (`optional`: a top-level property not required)."""
     if depth > MAX_DEPTH:
         raise UserError(f"{path} is nested more than {MAX_DEPTH} levels deep")
     if not isinstance(schema, dict):
         raise UserError(f"{path} is {type(schema).__name__}, not a schema object")
+    out = _kept_keywords(schema, path)
+    _check_type_and_description(out, path)
+    if "default" in out and not optional:  # an optional argument's default moves in closed()
+        said = f"default: {_json(out.pop('default'))}"
+        out["description"] = f"{out['description']} ({said})" if "description" in out else said
+    return _ready_inside(out, path, depth)
+
+
+def _kept_keywords(schema, path):
+    """The schema without the DROPPED annotations; a keyword unchecked or mistyped is refused."""
     out = {}
     for key, value in schema.items():
         if key in DROPPED:
@@ -152,6 +164,11 @@ def _ready(schema, path, depth, optional):
         if key in TYPED and not isinstance(value, TYPED[key]):
             raise UserError(f"{path}.{key} is {type(value).__name__}, not a {TYPED[key].__name__}")
         out[key] = value
+    return out
+
+
+def _check_type_and_description(out, path):
+    """type is a type name or a list of them; description is text."""
     kinds_ = out.get("type", [])
     if not (isinstance(kinds_, str) or isinstance(kinds_, list)) or not all(
         isinstance(k, str) for k in ([kinds_] if isinstance(kinds_, str) else kinds_)
@@ -159,9 +176,10 @@ def _ready(schema, path, depth, optional):
         raise UserError(f"{path}.type is {kinds_!r}, not a type name or a list of them")
     if "description" in out and not isinstance(out["description"], str):
         raise UserError(f"{path}.description is {type(out['description']).__name__}, not text")
-    if "default" in out and not optional:  # an optional argument's default moves in closed()
-        said = f"default: {_json(out.pop('default'))}"
-        out["description"] = f"{out['description']} ({said})" if "description" in out else said
+
+
+def _ready_inside(out, path, depth):
+    """The schemas inside `out` made ready: its properties, items and additionalProperties."""
     if "properties" in out:
         required = out.get("required", [])
         out["properties"] = {

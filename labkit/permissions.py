@@ -91,12 +91,10 @@ class Permissions(Guard):
             said = f"{tool.name} is {tool.risk} risk, within max_risk {self.max_risk}"
             reason = "allow_listed" if listed else "within_risk"
             return Decision("allow", reason, said + _egress_note(tool, listed))
-        why = ""
-        if hosts is not None and not listed:
-            why = (
-                f" (it would send data to {_where(hosts)}, which is not allow-listed, after "
-                "untrusted content)"
-            )
+        return self._ask(call, tool, _not_listed(hosts, listed))
+
+    def _ask(self, call, tool, why):
+        """A person decides: only an explicit yes approves; no callback, or one that raises: no."""
         try:
             answer = self.approve(call, tool) if self.approve else None
         except Exception as exc:  # a broken approval prompt must not mean yes — nor read as a no
@@ -115,6 +113,16 @@ class Permissions(Guard):
             "would have done"
         )
         return Decision("refuse", "not_approved", said)
+
+
+def _not_listed(hosts, listed) -> str:
+    """Why a person is asked, when it is egress: where the data would go ("" when not that)."""
+    if hosts is None or listed:
+        return ""
+    return (
+        f" (it would send data to {_where(hosts)}, which is not allow-listed, after "
+        "untrusted content)"
+    )
 
 
 # ---------------------------------------------------------------- data leaving the machine (egress)

@@ -189,6 +189,48 @@ def _package_report():
     return f"{len(wrong)} differ from the lock: {', '.join(wrong[:4])} — run: make clean-venv lab"
 
 
+def _key_line(s, bad_key):
+    """Whether the key is set and well-formed, and where it was set; never its value."""
+    if s.api_key is None:  # truthful: never "present" for a key that is not set
+        needed = key_required(s.base_url, s.key_name)
+        why = "needed only for live mode" if needed else "a local server usually needs none"
+        return f"{s.key_name} not set ({why})"
+    if bad_key:
+        return f"{s.key_name} present but malformed: {bad_key}"
+    return f"{s.key_name} present and well-formed, set in {s.key_source} (value never shown)"
+
+
+def _endpoint_line(s):
+    """Where requests go: the official endpoint, a preset, or LABKIT_BASE_URL, and which API."""
+    endpoint = (
+        "official OpenAI endpoint"
+        if s.official
+        else f"LABKIT_BASE_URL (not OpenAI): {shown_url(s.base_url)}, API: {s.api}"
+    )
+    if s.provider:  # a preset names where its key goes: say which one is active
+        endpoint = f"preset {s.provider} (LABKIT_PROVIDER): " + (
+            f"{shown_url(s.base_url)}, API: {s.api}" if not s.official else endpoint
+        )
+    return endpoint
+
+
+def _settings_lines(s, bad_key):
+    """The report's lines for the settings: mode, .env, key, model, endpoint, what is ignored."""
+    lines = [
+        f"  mode        {s.mode}",
+        f"  .env        {s.env_file or s.env_note}",
+        f"  key         {_key_line(s, bad_key)}",
+        f"  model       {s.model}",
+        f"  endpoint    {_endpoint_line(s)}",
+    ]
+    if s.ignored:
+        lines.append(
+            f"  ignored     {', '.join(s.ignored)} (labkit never sends your key to "
+            "it; use LABKIT_BASE_URL + LABKIT_API to opt in)"
+        )
+    return lines
+
+
 def doctor(environ: dict | None = None) -> bool:
     """Print a health report: Python, packages, mode, .env, key (never its value), model, endpoint.
 
@@ -216,43 +258,7 @@ def doctor(environ: dict | None = None) -> bool:
         s, problems = None, [*problems, explain(exc)]
     if s is not None:
         bad_key = s.key_problem()
-        if s.api_key is None:  # truthful: never "present" for a key that is not set
-            key_line = (
-                f"{s.key_name} not set ("
-                + (
-                    "needed only for live mode"
-                    if key_required(s.base_url, s.key_name)
-                    else "a local server usually needs none"
-                )
-                + ")"
-            )
-        elif bad_key:
-            key_line = f"{s.key_name} present but malformed: {bad_key}"
-        else:
-            key_line = (
-                f"{s.key_name} present and well-formed, set in {s.key_source} (value never shown)"
-            )
-        endpoint = (
-            "official OpenAI endpoint"
-            if s.official
-            else f"LABKIT_BASE_URL (not OpenAI): {shown_url(s.base_url)}, API: {s.api}"
-        )
-        if s.provider:  # a preset names where its key goes: say which one is active
-            endpoint = f"preset {s.provider} (LABKIT_PROVIDER): " + (
-                f"{shown_url(s.base_url)}, API: {s.api}" if not s.official else endpoint
-            )
-        lines += [
-            f"  mode        {s.mode}",
-            f"  .env        {s.env_file or s.env_note}",
-            f"  key         {key_line}",
-            f"  model       {s.model}",
-            f"  endpoint    {endpoint}",
-        ]
-        if s.ignored:
-            lines.append(
-                f"  ignored     {', '.join(s.ignored)} (labkit never sends your key to "
-                "it; use LABKIT_BASE_URL + LABKIT_API to opt in)"
-            )
+        lines += _settings_lines(s, bad_key)
         if s.mode == "live" and bad_key:
             problems.append(f"live mode cannot start: {bad_key}")
     lines += [f"  problem     {problem}" for problem in problems]

@@ -591,38 +591,20 @@ def run_agent(
         return AgentRun(status, state, steps, writes, trace, message)
 
     while True:
-        if state.phase == "needs_reconcile":
-            return stop(
-                "needs_reconcile", f"{state.pending}: outcome unknown — check it, then reconcile"
-            )
-        if verify is not None and verify(state):
-            state = reduce(state, GoalVerified())
-            return stop("completed")
-        if cancel is not None and cancel():
-            state = reduce(state, Cancelled("cancel requested"))
-            return stop("cancelled")
-        if steps >= max_steps:
-            return stop("step_limit", f"{steps} of {max_steps} steps used")
-        if clock() - started >= max_seconds:
-            return stop("budget_exhausted", f"time: {max_seconds} s used")
-        action = policy(state)
+        halt = _halt(
+            state, verify, cancel, steps, max_steps, lambda: clock() - started, max_seconds
+        )
+        if halt:
+            status, message, event = halt
+            state = reduce(state, event) if event else state
+            return stop(status, message)
+        action = _checked(policy(state))
         if action is None:
             return stop("unverified", "the policy has no next action, but verify() is still false")
-        if not isinstance(action, Action):
-            raise UserError(
-                f"the policy returned a {type(action).__name__} — return an "
-                "Action(tool, arguments, scope) or None"
-            )
         write = runtime.risk(action.tool) not in (None, "low")
         if write and writes >= max_writes:
             return stop("budget_exhausted", f"writes: {writes} of {max_writes} used")
-        normalized = _normalized(runtime, action)  # None: dispatch will reject the action
-        arguments = action.arguments if normalized is None else normalized
-        op = (
-            f"rejected_{steps + 1}"
-            if normalized is None
-            else operation_id(principal, action.tool, normalized, action.scope)
-        )
+        op, arguments = _operation(runtime, action, principal, steps)
         state = reduce(state, ToolRequested(op, action.tool, arguments))
         steps += 1
         try:
@@ -631,16 +613,52 @@ def run_agent(
             state = reduce(state, ToolFailed(op, "permission_denied", str(exc)))
             return stop("permission_denied", str(exc))
         writes += write and result["status"] != "rejected"  # a rejected call wrote nothing
-        replayed = " (replayed)" if result.get("replayed") else ""
-        called = f"{printable(action.tool)}({_as_given(arguments)})"
-        trace.add(
-            "tool",
-            steps,
-            f"{called} -> {result['status']}{replayed}",
-            operation_id=op,
-            result=result,
-        )
+        line = _trace_line(action.tool, arguments, result)
+        trace.add("tool", steps, line, operation_id=op, result=result)
         state = reduce(state, event_for(result))
+
+
+def _halt(state, verify, cancel, steps, max_steps, elapsed, max_seconds):
+    """Why the run stops before its next step: (status, message, event to reduce), else None."""
+    if state.phase == "needs_reconcile":
+        return (
+            "needs_reconcile",
+            f"{state.pending}: outcome unknown — check it, then reconcile",
+            None,
+        )
+    if verify is not None and verify(state):
+        return "completed", "", GoalVerified()
+    if cancel is not None and cancel():
+        return "cancelled", "", Cancelled("cancel requested")
+    if steps >= max_steps:
+        return "step_limit", f"{steps} of {max_steps} steps used", None
+    if elapsed() >= max_seconds:
+        return "budget_exhausted", f"time: {max_seconds} s used", None
+    return None
+
+
+def _checked(action):
+    """The policy's answer: an Action, or None (no next action); anything else is a UserError."""
+    if action is not None and not isinstance(action, Action):
+        raise UserError(
+            f"the policy returned a {type(action).__name__} — return an "
+            "Action(tool, arguments, scope) or None"
+        )
+    return action
+
+
+def _operation(runtime, action, principal, steps):
+    """(operation_id, arguments) for the action; rejected_<step> when dispatch will reject it."""
+    normalized = _normalized(runtime, action)  # None: dispatch will reject the action
+    if normalized is None:
+        return f"rejected_{steps + 1}", action.arguments
+    return operation_id(principal, action.tool, normalized, action.scope), normalized
+
+
+def _trace_line(tool, arguments, result):
+    """The trace's line for one dispatch: the call as given, its status, whether replayed."""
+    replayed = " (replayed)" if result.get("replayed") else ""
+    return f"{printable(tool)}({_as_given(arguments)}) -> {result['status']}{replayed}"
 
 
 def _normalized(runtime, action):

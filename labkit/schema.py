@@ -57,6 +57,9 @@ def _no_constant(name):
     raise ArgumentError(f"{name} is not valid JSON — send a finite number or null", "invalid_json")
 
 
+_HOOKS = dict(object_pairs_hook=_no_duplicates, parse_float=_finite, parse_constant=_no_constant)
+
+
 def parse_arguments(text: str) -> dict:
     """Parse the model's arguments text into a dict; refuse what JSON forbids.
 
@@ -73,15 +76,7 @@ def parse_arguments(text: str) -> dict:
             "invalid_json",
         )
     try:
-        value, problem = (
-            json.loads(
-                text,
-                object_pairs_hook=_no_duplicates,
-                parse_float=_finite,
-                parse_constant=_no_constant,
-            ),
-            None,
-        )
+        value, problem = json.loads(text, **_HOOKS), None
     except json.JSONDecodeError as exc:
         problem = (
             f"arguments are not valid JSON ({exc.msg} at line {exc.lineno} column "
@@ -139,12 +134,8 @@ def unencodable(value, path: str = "text") -> str | None:
                     "that was not UTF-8)"
                 )
         elif isinstance(item, dict):
-            children = [
-                c
-                for k, v in item.items()
-                for c in ((k, f"a key of {where}"), (v, f"{where}.{printable(k)}"))
-            ]
-            stack += reversed(children)
+            for k, v in reversed(item.items()):  # popped in order: a key, then its value
+                stack += [(v, f"{where}.{printable(k)}"), (k, f"a key of {where}")]
         elif isinstance(item, (list, tuple)):
             stack += reversed([(v, f"{where}[{i}]") for i, v in enumerate(item)])
     return None
@@ -212,6 +203,14 @@ def json_type(value) -> str:
     return type(value).__name__
 
 
+def is_number(value) -> bool:
+    """Whether `value` is a JSON number: an int or a float, never a bool (True is an int in Python).
+
+    Example: is_number(True)  ->  False
+    """
+    return json_type(value) in ("integer", "number")
+
+
 def _has_type(value, name):
     kind = json_type(value)
     if name == "integer":  # JSON Schema: 1.0 is an integer, True is not
@@ -245,6 +244,17 @@ def check_schema(schema, path: str = "schema") -> None:
         return
     if not isinstance(schema, dict):
         raise UnsupportedSchema(f"{path} is {schema!r}, not a schema — use a dict (or true/false)")
+    _check_keywords(schema, path)
+    _check_values(schema, path)
+    for name, sub in schema.get("properties", {}).items():
+        check_schema(sub, f"{path}.properties.{name}")
+    for key in ("additionalProperties", "items"):
+        if key in schema:
+            check_schema(schema[key], f"{path}.{key}")
+
+
+def _check_keywords(schema, path):
+    """Only the keywords validate_arguments checks (and annotations), of draft 2020-12."""
     for key in schema:
         if key not in KEYWORDS + ANNOTATIONS:
             raise UnsupportedSchema(
@@ -256,6 +266,10 @@ def check_schema(schema, path: str = "schema") -> None:
         raise UnsupportedSchema(
             f"{path} declares $schema {schema['$schema']!r} — only draft 2020-12 is checked"
         )
+
+
+def _check_values(schema, path):
+    """Each keyword holds what it should: type names, property names, values, schemas."""
     types = schema.get("type", [])
     types = [types] if isinstance(types, str) else types
     if not isinstance(types, list) or any(t not in JSON_TYPES for t in types):
@@ -267,14 +281,8 @@ def check_schema(schema, path: str = "schema") -> None:
         raise UnsupportedSchema(f"{path}.required must be a list of property names")
     if not isinstance(schema.get("enum", []), list):
         raise UnsupportedSchema(f"{path}.enum must be a list of allowed values")
-    properties = schema.get("properties", {})
-    if not isinstance(properties, dict):
+    if not isinstance(schema.get("properties", {}), dict):
         raise UnsupportedSchema(f"{path}.properties must map names to schemas")
-    for name, sub in properties.items():
-        check_schema(sub, f"{path}.properties.{name}")
-    for key in ("additionalProperties", "items"):
-        if key in schema:
-            check_schema(schema[key], f"{path}.{key}")
 
 
 def _check_json(value, path, depth=0):
@@ -301,11 +309,6 @@ def _show(value):
     return json.dumps(value, ensure_ascii=False)[:40]
 
 
-def _kind_and_value(value):
-    """`string "1"`, `integer 3`, or just `null`: the type, then the value if it adds anything."""
-    return "null" if value is None else f"{json_type(value)} {_show(value)}"
-
-
 def _problems(value, schema, path):
     """Yield one line per way `value` breaks `schema` (already checked by check_schema)."""
     if schema is True:
@@ -313,31 +316,46 @@ def _problems(value, schema, path):
     if schema is False:
         yield f"{path} is not allowed here — remove it"
         return
-    types = schema.get("type")
-    types = [types] if isinstance(types, str) else types
-    if types is not None and not any(_has_type(value, t) for t in types):
-        yield f"{path} should be {' or '.join(types)}, got {_kind_and_value(value)}"
+    wrong = _wrong_type(value, schema, path)
+    if wrong:
+        yield wrong
         return  # other keywords would only repeat the same mistake
     if "enum" in schema and not any(json_equal(value, e) for e in schema["enum"]):
         yield f"{path} is {_show(value)}; allowed: {', '.join(map(_show, schema['enum']))}"
     if isinstance(value, dict):
-        for name in schema.get("required", []):
-            if name not in value:
-                yield f"{path} is missing the required property {name!r} — add it"
-        properties = schema.get("properties", {})
-        for name, item in value.items():
-            if name in properties:
-                yield from _problems(item, properties[name], f"{path}.{name}")
-            elif schema.get("additionalProperties") is False:
-                yield (
-                    f"{path} has an unexpected property {name!r} — allowed: "
-                    f"{', '.join(properties) or 'none'}"
-                )
-            elif "additionalProperties" in schema:
-                yield from _problems(item, schema["additionalProperties"], f"{path}.{name}")
+        yield from _object_problems(value, schema, path)
     if isinstance(value, list) and "items" in schema:
         for i, item in enumerate(value):
             yield from _problems(item, schema["items"], f"{path}[{i}]")
+
+
+def _wrong_type(value, schema, path):
+    """The line saying `value` is of none of the schema's types, else None."""
+    types = schema.get("type")
+    types = [types] if isinstance(types, str) else types
+    if types is None or any(_has_type(value, t) for t in types):
+        return None
+    got = "null" if value is None else f"{json_type(value)} {_show(value)}"  # `integer 3`
+    return f"{path} should be {' or '.join(types)}, got {got}"
+
+
+def _object_problems(value, schema, path):
+    """Every required property given; each property valid against its own schema, else against
+    additionalProperties (false: refused)."""
+    for name in schema.get("required", []):
+        if name not in value:
+            yield f"{path} is missing the required property {name!r} — add it"
+    properties = schema.get("properties", {})
+    for name, item in value.items():
+        if name in properties:
+            yield from _problems(item, properties[name], f"{path}.{name}")
+        elif schema.get("additionalProperties") is False:
+            yield (
+                f"{path} has an unexpected property {name!r} — allowed: "
+                f"{', '.join(properties) or 'none'}"
+            )
+        elif "additionalProperties" in schema:
+            yield from _problems(item, schema["additionalProperties"], f"{path}.{name}")
 
 
 def validate_arguments(arguments, schema: dict, path: str = "arguments") -> None:

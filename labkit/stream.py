@@ -27,28 +27,37 @@ def responses_events(sdk_events, parse):
         for raw in sdk_events:
             event = _as_dict(raw)
             kind = event.get("type")
-            if kind == "response.output_text.delta":
-                said.append(event.get("delta") or "")
-                yield TextDelta(said[-1])
-            elif kind == "response.output_item.added":
-                item = event.get("item") or {}
-                if item.get("type") == "function_call":
-                    calls[event.get("output_index")] = (item.get("call_id"), item.get("name"))
-            elif kind == "response.function_call_arguments.delta":
-                at = event.get("output_index")
-                call_id, name = calls.get(at, ("", ""))
-                index = list(calls).index(at) if at in calls else len(calls)
-                yield ToolCallDelta(index, call_id or "", name or "", event.get("delta") or "")
-            elif kind in ("response.completed", "response.incomplete", "response.failed"):
+            if kind in ("response.completed", "response.incomplete", "response.failed"):
                 yield Completed(parse(event.get("response") or {}))
                 return
-            elif kind == "error":
+            if kind == "error":
                 raise ServiceError(f"the stream failed on the server ({event.get('message')})")
+            delta = _responses_delta(event, said, calls)
+            if delta is not None:
+                yield delta
     except LabkitError:
         raise
     except Exception:  # the connection dropped mid-way: what arrived is not a whole reply
         pass
     yield Completed(Reply("".join(said), [], None, "incomplete", CUT))
+
+
+def _responses_delta(event, said, calls):
+    """A text or arguments delta as a labkit event, noted in `said` and `calls`; else None."""
+    kind = event.get("type")
+    if kind == "response.output_text.delta":
+        said.append(event.get("delta") or "")
+        return TextDelta(said[-1])
+    if kind == "response.output_item.added":  # a call begins: its id and name come first
+        item = event.get("item") or {}
+        if item.get("type") == "function_call":
+            calls[event.get("output_index")] = (item.get("call_id"), item.get("name"))
+    if kind == "response.function_call_arguments.delta":
+        at = event.get("output_index")
+        call_id, name = calls.get(at, ("", ""))
+        index = list(calls).index(at) if at in calls else len(calls)
+        return ToolCallDelta(index, call_id or "", name or "", event.get("delta") or "")
+    return None
 
 
 def chat_events(sdk_chunks, parse):
@@ -60,34 +69,42 @@ def chat_events(sdk_chunks, parse):
             chunk = _as_dict(raw)
             usage = chunk.get("usage") or usage  # the last chunk, when include_usage is asked
             for choice in chunk.get("choices") or []:
-                delta = choice.get("delta") or {}
-                if delta.get("content"):
-                    said.append(delta["content"])
-                    yield TextDelta(delta["content"])
-                for piece in delta.get("tool_calls") or []:
-                    index = piece.get("index") or 0
-                    slot = calls.setdefault(
-                        index,
-                        {"id": "", "type": "function", "function": {"name": "", "arguments": ""}},
-                    )
-                    function = piece.get("function") or {}
-                    slot["id"] = piece.get("id") or slot["id"]
-                    slot["function"]["name"] += function.get("name") or ""
-                    slot["function"]["arguments"] += function.get("arguments") or ""
-                    yield ToolCallDelta(
-                        index, slot["id"], slot["function"]["name"], function.get("arguments") or ""
-                    )
+                yield from _chat_deltas(choice.get("delta") or {}, said, calls)
                 finish = choice.get("finish_reason") or finish
     except Exception:  # the connection dropped mid-way
         finish = None
     if finish is None:  # no finish_reason: the stream was cut before the reply was whole
         yield Completed(Reply("".join(said), [], None, "incomplete", CUT))
         return
+    yield Completed(parse(_chat_completion(said, calls, finish, usage)))
+
+
+def _chat_deltas(delta, said, calls):
+    """One choice's delta as labkit events: its text, then each piece of a tool call."""
+    if delta.get("content"):
+        said.append(delta["content"])
+        yield TextDelta(delta["content"])
+    for piece in delta.get("tool_calls") or []:
+        index = piece.get("index") or 0
+        slot = calls.setdefault(
+            index, {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}
+        )
+        function = piece.get("function") or {}
+        slot["id"] = piece.get("id") or slot["id"]
+        slot["function"]["name"] += function.get("name") or ""
+        slot["function"]["arguments"] += function.get("arguments") or ""
+        yield ToolCallDelta(
+            index, slot["id"], slot["function"]["name"], function.get("arguments") or ""
+        )
+
+
+def _chat_completion(said, calls, finish, usage):
+    """The pieces joined into one Chat Completions body, as if the reply had been sent whole."""
     message = {"role": "assistant", "content": "".join(said) or None}
     if calls:
         message["tool_calls"] = [calls[i] for i in sorted(calls)]
     body = {"choices": [{"index": 0, "message": message, "finish_reason": finish}]}
-    yield Completed(parse({**body, **({"usage": usage} if usage else {})}))
+    return {**body, **({"usage": usage} if usage else {})}
 
 
 def shown(events):

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from .config import DOCS_DIR
 from .errors import ToolError
+from .schema import is_number
 from .tools import Tool, tool
 
 CALC_MAX_CHARS, CALC_MAX_NODES, CALC_MAX_MAGNITUDE = 200, 60, 1e15
@@ -31,7 +32,7 @@ def _evaluate(node):
     """Evaluate a whitelisted expression tree; anything else is refused, never run."""
     if isinstance(node, ast.Expression):
         return _evaluate(node.body)
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+    if isinstance(node, ast.Constant) and is_number(node.value):
         value = node.value
     elif isinstance(node, ast.UnaryOp) and type(node.op) in _OPERATORS:
         value = _OPERATORS[type(node.op)](_evaluate(node.operand))

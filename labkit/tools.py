@@ -136,22 +136,31 @@ def _schema_for(hint, where):
     if hint in _HINTS:
         return {"type": _HINTS[hint]}
     if origin is typing.Literal and all(type(a) in _HINTS for a in args):
-        kinds = sorted({_HINTS[type(a)] for a in args})
-        return {"type": kinds[0] if len(kinds) == 1 else kinds, "enum": list(args)}
+        return _literal(args)
     if origin is list and len(args) == 1:
         return {"type": "array", "items": _schema_for(args[0], where)}
     if origin in (typing.Union, types.UnionType) and len(args) == 2 and type(None) in args:
-        inner = _schema_for(next(a for a in args if a is not type(None)), where)
-        if "enum" in inner:  # null must be in the enum too, or null is refused
-            inner["enum"] = inner["enum"] + [None]
-        inner["type"] = (
-            [inner["type"], "null"] if isinstance(inner["type"], str) else inner["type"] + ["null"]
-        )
-        return inner
+        return _nullable(_schema_for(next(a for a in args if a is not type(None)), where))
     raise UserError(
         f"{where}: cannot express {hint!r} as a strict schema — use str, int, float, bool, "
         "Literal[...], list[...] or X | None, or write the Tool(...) schema by hand"
     )
+
+
+def _literal(values):
+    """Literal["a", "b"]: an enum of its values, typed by the types they have."""
+    kinds = sorted({_HINTS[type(a)] for a in values})
+    return {"type": kinds[0] if len(kinds) == 1 else kinds, "enum": list(values)}
+
+
+def _nullable(inner):
+    """X | None: the schema of X that allows null too."""
+    if "enum" in inner:  # null must be in the enum too, or null is refused
+        inner["enum"] = inner["enum"] + [None]
+    inner["type"] = (
+        [inner["type"], "null"] if isinstance(inner["type"], str) else inner["type"] + ["null"]
+    )
+    return inner
 
 
 def _docstring_parts(fn):
@@ -294,20 +303,9 @@ def execute(call: ToolCall, registry: ToolRegistry, allowed: list | None = None)
     """
     if call.problem:  # a name or arguments that were not text (models.ToolCall)
         return failure("malformed_call", call.problem)
-    # what the model may call
-    usable = [n for n in registry.names() if allowed is None or n in allowed]
-    if allowed is not None and call.name not in allowed:
-        return failure(
-            "not_allowed",
-            f"{call.name} is not allowed in this run — use one of: "
-            f"{', '.join(usable) or 'none (answer in text)'}",
-        )
-    if call.name not in registry:
-        return failure(
-            "unknown_tool",
-            f"there is no tool named {call.name!r} — use one of: "
-            f"{', '.join(usable) or 'none (answer in text)'}",
-        )
+    unusable = _unusable(call.name, registry, allowed)
+    if unusable:
+        return unusable
     t = registry.get(call.name)
     try:
         arguments = parse_arguments(call.arguments)
@@ -315,6 +313,29 @@ def execute(call: ToolCall, registry: ToolRegistry, allowed: list | None = None)
         arguments = normalize_arguments(arguments, t.parameters)
     except ArgumentError as exc:
         return failure(exc.kind, f"{exc} (then call {t.name} again)")
+    return _run(t, arguments)
+
+
+def _unusable(name, registry, allowed):
+    """The failure for a name the model may not call in this run, or that no tool has; else None."""
+    usable = [n for n in registry.names() if allowed is None or n in allowed]
+    if allowed is not None and name not in allowed:
+        return failure(
+            "not_allowed",
+            f"{name} is not allowed in this run — use one of: "
+            f"{', '.join(usable) or 'none (answer in text)'}",
+        )
+    if name not in registry:
+        return failure(
+            "unknown_tool",
+            f"there is no tool named {name!r} — use one of: "
+            f"{', '.join(usable) or 'none (answer in text)'}",
+        )
+    return None
+
+
+def _run(t, arguments):
+    """The tool's function on valid arguments: its data, or the failure that says whose fault."""
     try:
         data = t.fn(**arguments)
     except PermissionError as exc:

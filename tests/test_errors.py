@@ -3,11 +3,13 @@
 import json
 import sqlite3
 
+import httpx
+import openai
 import pytest
 
 import labkit.__main__ as cli
 from labkit import cite
-from labkit.errors import LabkitError, UserError, explain
+from labkit.errors import LabkitError, UserError, describe_failure, explain
 from labkit.memory import MemoryStore, memory_tools
 from labkit.notes import NoteBook
 from labkit.runtime import OperationStore, operation_id
@@ -87,3 +89,35 @@ def test_an_error_that_replaces_another_keeps_nothing_of_it(case, tmp_path, monk
     # the original, and with it whatever it quoted
     assert caught.value.__cause__ is None and caught.value.__context__ is None
     assert json.dumps(str(caught.value))  # and the message is plain text
+
+
+def status_error(code, message="nope"):
+    """The SDK's own exception for an HTTP status, built as the SDK builds it (no network)."""
+    request = httpx.Request("POST", "https://api.openai.com/v1/responses")
+    response = httpx.Response(code, request=request, json={"error": {"message": message}})
+    return openai.OpenAI(api_key="x")._make_status_error_from_response(response)
+
+
+@pytest.mark.parametrize(
+    "code, message, cls, line",
+    [
+        (401, "nope", "UserError", "401 unauthorized: the OpenAI API rejected the API key"),
+        (403, "nope", "UserError", "403 forbidden: this key may not use model 'gpt-x'"),
+        (404, "nope", "UserError", "404 not found: model 'gpt-x' does not exist"),
+        (429, "slow down", "ServiceError", "429 rate limited: too many requests"),
+        (429, "check your billing", "ServiceError", "429 quota exceeded: the account"),
+        (503, "nope", "ServiceError", "503 server error at the OpenAI API"),
+        (422, "nope", "UserError", "422 request refused by the OpenAI API"),
+    ],
+)
+def test_each_http_status_has_its_own_line_and_whose_fault_it_is(code, message, cls, line):
+    got_cls, got = describe_failure(status_error(code, message), model="gpt-x")
+    assert got_cls.__name__ == cls
+    assert got.startswith(line) and f"(server said: {message})" in got
+
+
+def test_a_401_fix_points_where_the_key_was_set():
+    shell = describe_failure(status_error(401), key_source="the shell")[1]
+    dotenv = describe_failure(status_error(401), key_source=".env line 7")[1]
+    assert "set in the shell, which wins over .env" in shell
+    assert "put a valid key in .env line 7 as OPENAI_API_KEY=..." in dotenv

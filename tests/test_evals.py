@@ -142,6 +142,13 @@ def test_each_rule_passes_a_right_call_and_names_itself_for_a_wrong_one(rule, go
     assert (match(bad).ok, match(bad).kind) == (False, kind)
 
 
+def test_list_items_may_be_of_the_type_an_allowed_list_writes_them_in():
+    truth = {**TRUTH, "dates": [[20250301], ""]}  # the doc says strings, the truth writes an int
+    assert match({"origin": "NYC", "dates": [20250301]}, truth).ok
+    wrong = match({"origin": "NYC", "dates": [True]}, truth)
+    assert (wrong.ok, wrong.kind) == (False, "type_error")
+
+
 def test_an_optional_parameter_may_be_absent_only_when_its_values_hold_an_empty_string():
     assert match({"origin": "NYC"}).ok  # TRUTH lets every optional parameter be left out
     asked = match({"origin": "NYC"}, {**TRUTH, "seats": [2]})  # the question asked for 2 seats

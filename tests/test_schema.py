@@ -16,6 +16,7 @@ from labkit.schema import (
     UnsupportedSchema,
     canonical,
     check_schema,
+    is_number,
     json_equal,
     json_type,
     parse_arguments,
@@ -295,6 +296,15 @@ def test_bool_and_integer_and_enum_equality_follow_json_not_python():
         {"type": "integer"}, 1.0
     )  # 1.0 is an integer in JSON
     assert json_equal(1, 1.0) and not json_equal(1, True) and json_type(True) == "boolean"
+
+
+@pytest.mark.parametrize(
+    "value, number",
+    [(3, True), (2.5, True), (0, True), (True, False), (False, False), ("3", False), (None, False)],
+)
+def test_is_number_agrees_with_jsonschema_and_a_bool_is_not_one(value, number):
+    assert is_number(value) is number
+    assert theirs({"type": "number"}, value) is number
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,7 @@
 the regression gate (in process, and as `python -m labkit[.]evals run` in a subprocess)."""
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -152,6 +153,33 @@ def test_the_report_is_one_table_row_per_task_and_latency_last():
 )
 def test_load_suite_names_a_bad_file(path, problem):
     with pytest.raises(UserError, match=problem):
+        load_suite(path)
+
+
+def broken(change):
+    """The agent suite's JSON with one change made to it."""
+    data = json.loads((EVALS_DIR / "agent_suite.json").read_text(encoding="utf-8"))
+    change(data)
+    return data
+
+
+@pytest.mark.parametrize(
+    "change, problem",
+    [
+        (lambda d: d.update(max_turns=True), "'max_turns' is missing or not int"),
+        (lambda d: d.update(max_turns=0), "max_turns is 0; give 1 to 100"),
+        (lambda d: d["versions"].update(v1={"about": "x"}), "version 'v1' has no system prompt"),
+        (lambda d: d["versions"]["v1"].update(about=3), "version 'v1': about is not text"),
+        (lambda d: d.update(current="v9"), "current version 'v9' is not among its versions"),
+        (lambda d: d.update(tasks=[]), "'tasks' is missing or empty"),
+        (lambda d: d["tasks"].append(dict(d["tasks"][0])), "appears twice"),
+        (lambda d: d["tasks"][0].pop("answer"), "task 1: 'answer' is missing or not str"),
+    ],
+)
+def test_load_suite_names_the_first_rule_a_suite_breaks(tmp_path, change, problem):
+    path = tmp_path / "suite.json"
+    path.write_text(json.dumps(broken(change)), encoding="utf-8")
+    with pytest.raises(UserError, match=re.escape(problem)):
         load_suite(path)
 
 

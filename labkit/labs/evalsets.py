@@ -179,11 +179,21 @@ def _suite_problem(data) -> str | None:
     """What makes `data` not a suite, in a few words; None when its shape is right."""
     if not isinstance(data, dict):
         return "it is not a JSON object"
+    return _shape_problem(data) or _versions_problem(data) or _tasks_problem(data.get("tasks"))
+
+
+def _shape_problem(data) -> str | None:
+    """Each SUITE_SHAPE key of its type (a bool is no int), max_turns 1 to 100; or None."""
     for key, kind in SUITE_SHAPE.items():
         if not isinstance(data.get(key), kind) or isinstance(data.get(key), bool):
             return f"{key!r} is missing or not {kind.__name__}"
     if not 0 < data["max_turns"] <= 100:
         return f"max_turns is {data['max_turns']}; give 1 to 100"
+    return None
+
+
+def _versions_problem(data) -> str | None:
+    """Each version a system prompt (and an about) in text, the current one among them; or None."""
     for name, v in data["versions"].items():
         if not (isinstance(v, dict) and isinstance(v.get("system"), str)):
             return f"version {name!r} has no system prompt (text)"
@@ -191,7 +201,11 @@ def _suite_problem(data) -> str | None:
             return f"version {name!r}: about is not text"
     if data["current"] not in data["versions"]:
         return f"current version {data['current']!r} is not among its versions"
-    tasks = data.get("tasks")
+    return None
+
+
+def _tasks_problem(tasks) -> str | None:
+    """Tasks given, each id once, each task of the right shape; or None."""
     if not isinstance(tasks, list) or not tasks:
         return "'tasks' is missing or empty"
     ids = [t.get("id") if isinstance(t, dict) else None for t in tasks]
