@@ -11,6 +11,7 @@ Left out, and what production uses instead: learned relevance (a reranker), judg
 """
 
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from .cite import evidence_block
@@ -53,7 +54,8 @@ class Block:
     tokens: int  # what it costs in the context, counted for the model
     relevance: float = 1.0  # share of the task's keywords it contains (1.0: not retrieved)
     recency: float = 1.0  # 1.0 now, 0.5 one half-life ago
-    messages: tuple = ()  # a turn (or the summary): the messages it is sent as
+    messages: tuple[Message, ...] = ()  # a turn (or the summary): the messages it is sent as
+    turn: int = 0  # a turn's number in the history, 1 the oldest (0: not a turn)
 
     @property
     def score(self) -> float:
@@ -69,10 +71,10 @@ class Row:
 
 @dataclass
 class Report:
-    rows: list  # [Row] in gathering order, the summary last
+    rows: list[Row]  # in gathering order, the summary last
     budget: int
     total: int  # the messages as sent, counted exactly
-    sections: dict = field(default_factory=dict)  # section -> tokens of its kept blocks
+    sections: dict[str, int] = field(default_factory=dict)  # section -> tokens of its kept blocks
 
     def table(self) -> str:
         """One line per block (consecutive turns alike in status share one): tokens, score, why."""
@@ -89,28 +91,28 @@ class Report:
 
 def _runs(rows):
     """Table lines: every block on its own, but runs of turns with one status on one line."""
-    out = []
+    out, first = [], 0  # first: the turn the current run of turns starts at
     for r in rows:
         b, status = r.block, r.status + (f" ({r.reason})" if r.reason else "")
         if b.section == "history" and out and out[-1][0] == "history" and out[-1][4] == status:
-            _, name, tokens, _, _ = out.pop()
-            name = f"turns {name.split()[-1].split('-')[0]}-{b.id.split()[-1]}"
-            out.append(("history", name, tokens + b.tokens, "", status))
+            tokens = out.pop()[2] + b.tokens
+            out.append(("history", f"turns {first}-{b.turn}", tokens, "", status))
         else:
+            first = b.turn
             out.append((b.section, b.id, b.tokens, f"{b.score:.2f}", status))
     return out
 
 
 @dataclass
 class Built:
-    messages: list  # what to send: system (rules and sections), summary, turns, the task
+    messages: list[Message]  # what to send: system (rules and sections), summary, turns, the task
     report: Report
 
 
 # ---------------------------------------------------------------- gather
 
 
-def keywords(text: str) -> set:
+def keywords(text: str) -> set[str]:
     """The words (Chinese as bigrams) that relevance compares. Example: keywords("The hotel")"""
     return {t for t in tokenize(text) if len(t) > 1 and t not in STOPWORDS}
 
@@ -139,7 +141,7 @@ def split_turns(messages) -> list[list]:
     return turns
 
 
-def truncate(messages, keep_last: int) -> list:
+def truncate(messages: Iterable[Message], keep_last: int) -> list[Message]:
     """The last `keep_last` turns of a history, each whole: the truncating compactor.
 
     Example: truncate([user("a"), call_message, output, say_message], 2)  ->  the last three
@@ -148,7 +150,7 @@ def truncate(messages, keep_last: int) -> list:
     return [m for t in turns[max(len(turns) - keep_last, 0) :] for m in t]
 
 
-def transcript(messages) -> str:
+def transcript(messages: Iterable[Message]) -> str:
     """The messages as plain lines, for scoring and for a summariser to read."""
     lines = []
     for m in messages:
@@ -166,10 +168,10 @@ def gather(
     task: str,
     rules: str = RULES,
     *,
-    memory=(),
-    evidence=(),
-    notes=(),
-    history=(),
+    memory: Iterable = (),
+    evidence: Iterable = (),
+    notes: Iterable = (),
+    history: Iterable[Message] = (),
     model: str | None = DEFAULT_MODEL,
     half_life: float = 8,
 ) -> list[Block]:
@@ -185,11 +187,8 @@ def gather(
         raise UserError("the task is empty — say what the model should do, e.g. 'Draft the email'")
     blocks = [Block("rules", "rules", rules, count(rules, model))]
     for hit in memory:
-        content, id = hit.memory.content, hit.memory.id
-        text = f"- {content}"
-        blocks.append(
-            Block("memory", id, text, count(text, model), relevance(content, task), hit.recency)
-        )
+        text, score = f"- {hit.memory.content}", relevance(hit.memory.content, task)
+        blocks.append(Block("memory", hit.memory.id, text, count(text, model), score, hit.recency))
     for hit in evidence:
         chunk = getattr(hit, "chunk", hit)
         text = evidence_block(chunk)  # one place says how evidence is labelled (cite.py)
@@ -201,17 +200,19 @@ def gather(
         score = relevance(f"{note.title} {note.body}", task)
         blocks.append(Block("notes", note.id, text, count(text, model), score))
     turns = split_turns(history)
-    for number, turn in enumerate(turns, 1):
-        recency = 0.5 ** ((len(turns) - number) / half_life)
+    # a turn scores by recency alone: the conversation needs it whatever words it shares
+    for n, turn in enumerate(turns, 1):
+        recency, text = 0.5 ** ((len(turns) - n) / half_life), transcript(turn)
         cost = _cost(turn, model)
-        # a turn scores by recency alone: the conversation needs it whatever words it shares
-        blocks.append(
-            Block("history", f"turn {number}", transcript(turn), cost, 1.0, recency, tuple(turn))
-        )
+        blocks.append(Block("history", f"turn {n}", text, cost, 1.0, recency, tuple(turn), n))
     return blocks + [Block("task", "task", task, count(task, model))]
 
 
 # ---------------------------------------------------------------- select
+
+
+def _heading(section, model):
+    return count(f"\n\n{HEADINGS[section]}", model)
 
 
 def _layout(blocks, model):
@@ -222,13 +223,62 @@ def _layout(blocks, model):
     return count([system(""), user("")], model) + headings + lines
 
 
+def _pinned_cost(blocks, model):
+    """What the rules and the task cost, laid out: the least any context costs."""
+    pinned = [b for b in blocks if b.section in PINNED]
+    return sum(b.tokens for b in pinned) + _layout(pinned, model)
+
+
+def _added(block, kept, model):
+    """What a block adds to the kept ones: its tokens and, in a section, a line break in front
+    and the section's heading if it is the section's first block."""
+    if block.section not in HEADINGS:
+        return block.tokens
+    first = all(b.section != block.section for b in kept)
+    return block.tokens + 1 + (_heading(block.section, model) if first else 0)
+
+
+def _order(rows, keep_last):
+    """The rows Select tries, in order: the last `keep_last` turns newest first, then every other
+    block but rules and task by score, best first (a stable sort: ties keep gathering order)."""
+    turns = [r for r in rows if r.block.section == "history"]
+    recent = turns[::-1][: max(keep_last, 0)]
+    rest = [r for r in rows if r.block.section not in PINNED and r not in recent]
+    return recent + sorted(rest, key=lambda r: -r.block.score)
+
+
+def _choose(rows, budget, keep_last, min_relevance, model):
+    """Select over rows that all start "kept": marks the ones it drops, with why, and returns
+    every row in the order it decided them (rules and task first)."""
+    pinned = [r for r in rows if r.block.section in PINNED]
+    used = _pinned_cost([r.block for r in rows], model)
+    if used > budget:
+        raise UserError(
+            f"the rules and the task alone need {used} tokens but budget={budget} — raise the "
+            "budget or shorten the rules"
+        )
+    kept, tried = [r.block for r in pinned], _order(rows, keep_last)
+    for row in tried:
+        block = row.block
+        if block.section in HEADINGS and block.relevance < min_relevance:
+            row.status, row.reason = "dropped", f"relevance {block.relevance:.2f} < {min_relevance}"
+            continue
+        extra = _added(block, kept, model)
+        if used + extra > budget:
+            row.status, row.reason = "dropped", "no room"
+            continue
+        kept.append(block)
+        used += extra
+    return pinned + tried
+
+
 def select(
-    blocks: list,
+    blocks: list[Block],
     budget: int,
     keep_last: int = 4,
     min_relevance: float = 0.1,
     model: str | None = DEFAULT_MODEL,
-) -> tuple[list, list]:
+) -> tuple[list[Block], list[tuple[Block, str]]]:
     """(kept, dropped): rules and task always; then the last `keep_last` turns, newest first; then
     every other block by score (relevance × recency), best first; a retrieved block (memory,
     notes, evidence) only if its relevance reaches `min_relevance`. A block is kept whole or
@@ -236,37 +286,9 @@ def select(
 
     dropped is [(block, reason)]. Example: kept, dropped = select(blocks, budget=1_500)
     """
-    pinned = [b for b in blocks if b.section in PINNED]
-    turns = [b for b in blocks if b.section == "history"]
-    recent = turns[::-1][: max(keep_last, 0)]
-    first = {id(b) for b in pinned + recent}
-    ranked = sorted((b for b in blocks if id(b) not in first), key=lambda b: -b.score)  # stable
-    kept, dropped = list(pinned), []
-    used = sum(b.tokens for b in pinned) + _layout(pinned, model)
-    if used > budget:
-        raise UserError(
-            f"the rules and the task alone need {used} tokens but budget={budget} — raise the "
-            "budget or shorten the rules"
-        )
-    sections = set()
-    for block in recent + ranked:
-        if block.section in HEADINGS and block.relevance < min_relevance:
-            dropped.append((block, f"relevance {block.relevance:.2f} < {min_relevance}"))
-            continue
-        extra = block.tokens
-        if block.section in HEADINGS:  # a line break in front, and the heading if it is the first
-            extra += 1 + (0 if block.section in sections else _heading(block.section, model))
-        if used + extra > budget:
-            dropped.append((block, "no room"))
-            continue
-        kept.append(block)
-        sections.add(block.section)
-        used += extra
-    return kept, dropped
-
-
-def _heading(section, model):
-    return count(f"\n\n{HEADINGS[section]}", model)
+    rows = _choose([Row(b, "kept") for b in blocks], budget, keep_last, min_relevance, model)
+    kept = [r.block for r in rows if r.status == "kept"]
+    return kept, [(r.block, r.reason) for r in rows if r.status == "dropped"]
 
 
 # ---------------------------------------------------------------- structure and compress
@@ -286,7 +308,7 @@ def is_summary(message: Message) -> bool:
     return message.role == "user" and message.content.startswith(head)
 
 
-def structure(blocks: list) -> list:
+def structure(blocks: list[Block]) -> list[Message]:
     """The messages for the kept blocks: one system message (rules, then each section under its
     heading), the summary and the turns in their order, the task last.
 
@@ -297,7 +319,7 @@ def structure(blocks: list) -> list:
     for section in ("memory", "notes", "evidence"):
         if by[section]:
             text += f"\n\n{HEADINGS[section]}" + "".join(f"\n{b.text}" for b in by[section])
-    turns = by["summary"] + sorted(by["history"], key=lambda b: int(b.id.split()[-1]))
+    turns = by["summary"] + sorted(by["history"], key=lambda b: b.turn)
     history = [m for b in turns for m in b.messages]
     return [system(text), *history, *(user(b.text) for b in by["task"])]
 
@@ -344,14 +366,14 @@ def build(
     task: str,
     rules: str = RULES,
     *,
-    memory=(),
-    evidence=(),
-    notes=(),
-    history=(),
+    memory: Iterable = (),
+    evidence: Iterable = (),
+    notes: Iterable = (),
+    history: Iterable[Message] = (),
     budget: int = 2_000,
     keep_last: int = 4,
     min_relevance: float = 0.1,
-    summarize=None,
+    summarize: Callable[[list[Message]], str] | None = None,
     summary_tokens: int = 200,
     model: str | None = DEFAULT_MODEL,
 ) -> Built:
@@ -366,47 +388,55 @@ def build(
     blocks = gather(
         task, rules, memory=memory, evidence=evidence, notes=notes, history=history, model=model
     )
-    kept, dropped = select(blocks, budget, keep_last, min_relevance, model)
-    pinned = [b for b in blocks if b.section in PINNED]
-    room = budget - summary_tokens  # left for the rest once the summary has its share
-    if summarize and any(b.section == "history" for b, _ in dropped):
-        if room >= sum(b.tokens for b in pinned) + _layout(pinned, model):
-            kept, dropped = select(blocks, room, keep_last, min_relevance, model)
-    why = {id(b): reason for b, reason in dropped}  # block -> why it is not sent as it is
-    gone = [b for b, _ in dropped if b.section == "history"]
-    summary = None
-    if summarize and gone:  # Compress: the dropped turns, as one summary if it fits
-        numbers = [int(b.id.split()[-1]) for b in gone]
-        message = summary_message(summarize([m for b in gone for m in b.messages]), *_span(numbers))
-        cost = _cost([message], model)
-        summary = Block("summary", "summary", message.content, cost, messages=(message,))
-        if count(structure(kept + [summary]), model) <= budget:
-            kept.append(summary)
-            why |= {id(b): "in the summary" for b in gone}
-        else:
-            why[id(summary)] = "no room"
-    messages = structure(kept)
-    while count(messages, model) > budget:  # the count as sent, not the reckoning, decides
-        removable = [b for b in kept if b.section not in PINNED]
+    room = budget  # Select's budget: less when a summary must have its share
+    if summarize and budget - summary_tokens >= _pinned_cost(blocks, model):
+        _, dropped = select(blocks, budget, keep_last, min_relevance, model)  # must turns go?
+        if any(b.section == "history" for b, _ in dropped):
+            room = budget - summary_tokens
+    rows = [Row(b, "kept") for b in blocks]  # one per block, in gathering order
+    taken = _choose(rows, room, keep_last, min_relevance, model)  # the same rows, as decided
+    summary = _compress(taken, summarize, budget, model) if summarize else None
+    messages = _fit(taken, budget, model)
+    kept = [r.block for r in taken if r.status == "kept"]
+    sections = {s: sum(b.tokens for b in kept if b.section == s) for s in ORDER}
+    report = Report(rows + ([summary] if summary else []), budget, count(messages, model))
+    report.sections = {s: n for s, n in sections.items() if n}
+    return Built(messages, report)
+
+
+def _compress(taken, summarize, budget, model):
+    """Compress: the turns Select dropped become one marked summary, sent if the whole fits.
+    Returns the summary's row (None when no turn was dropped)."""
+    gone = [r for r in taken if r.status == "dropped" and r.block.section == "history"]
+    if not gone:
+        return None
+    turns = [r.block.turn for r in gone]
+    text = summarize([m for r in gone for m in r.block.messages])
+    message = summary_message(text, min(turns), max(turns))
+    cost = _cost([message], model)
+    summary = Block("summary", "summary", message.content, cost, messages=(message,))
+    kept = [r.block for r in taken if r.status == "kept"]
+    if count(structure(kept + [summary]), model) > budget:
+        return Row(summary, "dropped", "no room")
+    for r in gone:
+        r.status, r.reason = "compressed", "in the summary"
+    taken.append(Row(summary, "kept"))
+    return taken[-1]
+
+
+def _fit(taken, budget, model):
+    """Structure the kept rows' blocks; the count as sent, not Select's reckoning, decides: while
+    it is over budget the lowest-scored block goes too."""
+    while True:
+        kept = [r for r in taken if r.status == "kept"]
+        messages = structure([r.block for r in kept])
+        if count(messages, model) <= budget:
+            return messages
+        removable = [r for r in kept if r.block.section not in PINNED]
         if not removable:
             raise UserError(f"the rules and the task alone exceed budget={budget} — raise it")
-        worst = min(removable, key=lambda b: b.score)
-        kept.remove(worst)
-        why[id(worst)] = "no room"
-        messages = structure(kept)
-    sent = {id(b) for b in kept}
-    rows = []
-    for b in blocks + ([summary] if summary else []):
-        reason = "" if id(b) in sent else why.get(id(b), "")
-        status = "kept" if id(b) in sent else "dropped"
-        rows.append(Row(b, "compressed" if reason == "in the summary" else status, reason))
-    sections = {s: sum(b.tokens for b in kept if b.section == s) for s in ORDER}
-    total = count(messages, model)
-    return Built(messages, Report(rows, budget, total, {s: n for s, n in sections.items() if n}))
-
-
-def _span(numbers):
-    return min(numbers), max(numbers)
+        worst = min(removable, key=lambda r: r.block.score)
+        worst.status, worst.reason = "dropped", "no room"
 
 
 # ---------------------------------------------------------------- compaction
