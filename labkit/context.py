@@ -13,6 +13,8 @@ Left out, and what production uses instead: learned relevance (a reranker), judg
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from itertools import chain
+from typing import Any
 
 from .cite import evidence_block
 from .config import DEFAULT_MODEL
@@ -44,6 +46,7 @@ SUMMARY_PROMPT = (
 )
 # a fact, for the report of what a summary dropped: a number or a code ("HX-4471", "08:04")
 FACT = re.compile(r"(?<![\w.,:])(?:[A-Za-z]+-)?\d+(?:[.,:]\d+)*")
+Summarize = Callable[[list[Message]], str]  # a summariser: the messages -> the summary's text
 
 
 @dataclass(frozen=True)
@@ -85,8 +88,7 @@ class Report:
         lines.append(f"sent: {self.total} of {self.budget} tokens ({per}; the rest is layout)")
         return "\n".join(lines)
 
-    def __repr__(self):
-        return self.table()
+    __repr__ = table
 
 
 def _runs(rows):
@@ -191,8 +193,7 @@ def gather(
         blocks.append(Block("memory", hit.memory.id, text, count(text, model), score, hit.recency))
     for hit in evidence:
         chunk = getattr(hit, "chunk", hit)
-        text = evidence_block(chunk)  # one place says how evidence is labelled (cite.py)
-        score = relevance(chunk.text, task)
+        text, score = evidence_block(chunk), relevance(chunk.text, task)  # labelled by cite.py
         blocks.append(Block("evidence", chunk.source_id, text, count(text, model), score))
     for item in notes:
         note = item[1] if isinstance(item, tuple) else item
@@ -211,65 +212,48 @@ def gather(
 # ---------------------------------------------------------------- select
 
 
-def _heading(section, model):
-    return count(f"\n\n{HEADINGS[section]}", model)
-
-
-def _layout(blocks, model):
-    """What the layout adds: each message's wrapping, each section's heading, each line break."""
-    sections = {b.section for b in blocks if b.section in HEADINGS}
-    headings = sum(_heading(s, model) for s in sections)
-    lines = sum(1 for b in blocks if b.section in HEADINGS)  # one "\n" in front of each block
-    return count([system(""), user("")], model) + headings + lines
-
-
 def _pinned_cost(blocks, model):
-    """What the rules and the task cost, laid out: the least any context costs."""
-    pinned = [b for b in blocks if b.section in PINNED]
-    return sum(b.tokens for b in pinned) + _layout(pinned, model)
+    """What the rules and the task cost, with the wrapping of the messages they are sent in."""
+    wrapping = count([system(""), user("")], model)
+    return sum(b.tokens for b in blocks if b.section in PINNED) + wrapping
 
 
-def _added(block, kept, model):
-    """What a block adds to the kept ones: its tokens and, in a section, a line break in front
-    and the section's heading if it is the section's first block."""
+def _added(block, sections, model):
+    """A block's tokens and, in a section, a line break and the heading if `sections` lacks it."""
     if block.section not in HEADINGS:
         return block.tokens
-    first = all(b.section != block.section for b in kept)
-    return block.tokens + 1 + (_heading(block.section, model) if first else 0)
+    heading = 0 if block.section in sections else count(f"\n\n{HEADINGS[block.section]}", model)
+    return block.tokens + 1 + heading
 
 
 def _order(rows, keep_last):
-    """The rows Select tries, in order: the last `keep_last` turns newest first, then every other
-    block but rules and task by score, best first (a stable sort: ties keep gathering order)."""
+    """What Select tries, in order: the last turns newest first, then the rest by score (stable)."""
     turns = [r for r in rows if r.block.section == "history"]
     recent = turns[::-1][: max(keep_last, 0)]
-    rest = [r for r in rows if r.block.section not in PINNED and r not in recent]
-    return recent + sorted(rest, key=lambda r: -r.block.score)
+    rest = [r for r in rows if r.block.section not in (*PINNED, "history")]
+    return recent + sorted(rest + turns[: len(turns) - len(recent)], key=lambda r: -r.block.score)
 
 
 def _choose(rows, budget, keep_last, min_relevance, model):
-    """Select over rows that all start "kept": marks the ones it drops, with why, and returns
-    every row in the order it decided them (rules and task first)."""
-    pinned = [r for r in rows if r.block.section in PINNED]
-    used = _pinned_cost([r.block for r in rows], model)
+    """Select on rows that all start "kept": marks the ones it drops, with why, and returns every
+    row in the order it decided them, rules and task first."""
+    used, sections = _pinned_cost([r.block for r in rows], model), set()
     if used > budget:
         raise UserError(
             f"the rules and the task alone need {used} tokens but budget={budget} — raise the "
             "budget or shorten the rules"
         )
-    kept, tried = [r.block for r in pinned], _order(rows, keep_last)
+    tried = _order(rows, keep_last)
     for row in tried:
-        block = row.block
-        if block.section in HEADINGS and block.relevance < min_relevance:
-            row.status, row.reason = "dropped", f"relevance {block.relevance:.2f} < {min_relevance}"
-            continue
-        extra = _added(block, kept, model)
-        if used + extra > budget:
+        b = row.block
+        if b.section in HEADINGS and b.relevance < min_relevance:
+            row.status, row.reason = "dropped", f"relevance {b.relevance:.2f} < {min_relevance}"
+        elif used + _added(b, sections, model) > budget:
             row.status, row.reason = "dropped", "no room"
-            continue
-        kept.append(block)
-        used += extra
-    return pinned + tried
+        else:
+            used += _added(b, sections, model)
+            sections.add(b.section)
+    return [r for r in rows if r.block.section in PINNED] + tried
 
 
 def select(
@@ -320,11 +304,11 @@ def structure(blocks: list[Block]) -> list[Message]:
         if by[section]:
             text += f"\n\n{HEADINGS[section]}" + "".join(f"\n{b.text}" for b in by[section])
     turns = by["summary"] + sorted(by["history"], key=lambda b: b.turn)
-    history = [m for b in turns for m in b.messages]
+    history = chain.from_iterable(b.messages for b in turns)
     return [system(text), *history, *(user(b.text) for b in by["task"])]
 
 
-def summarizer(model):
+def summarizer(model: Any) -> Summarize:
     """A summarise function for `compress` and `compact`: the model writes the summary.
 
     Offline the model is a ScriptedModel, so the summary is its script's words, nothing more.
@@ -332,7 +316,7 @@ def summarizer(model):
     Example: compact(history, summarize=summarizer(connect(script=[say("Ana booked ...")])))
     """
 
-    def summarize(messages) -> str:
+    def summarize(messages: list[Message]) -> str:
         reply = model.respond([system(SUMMARY_PROMPT), user(transcript(messages))])
         if reply.status != "completed":
             raise ModelBehaviorError(
@@ -373,7 +357,7 @@ def build(
     budget: int = 2_000,
     keep_last: int = 4,
     min_relevance: float = 0.1,
-    summarize: Callable[[list[Message]], str] | None = None,
+    summarize: Summarize | None = None,
     summary_tokens: int = 200,
     model: str | None = DEFAULT_MODEL,
 ) -> Built:
@@ -388,55 +372,60 @@ def build(
     blocks = gather(
         task, rules, memory=memory, evidence=evidence, notes=notes, history=history, model=model
     )
-    room = budget  # Select's budget: less when a summary must have its share
-    if summarize and budget - summary_tokens >= _pinned_cost(blocks, model):
-        _, dropped = select(blocks, budget, keep_last, min_relevance, model)  # must turns go?
-        if any(b.section == "history" for b, _ in dropped):
-            room = budget - summary_tokens
-    rows = [Row(b, "kept") for b in blocks]  # one per block, in gathering order
-    taken = _choose(rows, room, keep_last, min_relevance, model)  # the same rows, as decided
-    summary = _compress(taken, summarize, budget, model) if summarize else None
-    messages = _fit(taken, budget, model)
-    kept = [r.block for r in taken if r.status == "kept"]
-    sections = {s: sum(b.tokens for b in kept if b.section == s) for s in ORDER}
-    report = Report(rows + ([summary] if summary else []), budget, count(messages, model))
-    report.sections = {s: n for s, n in sections.items() if n}
+    room = budget  # what Select may fill: less when a summary will need its share
+    if summarize:
+        room = _room(blocks, budget, summary_tokens, keep_last, min_relevance, model)
+    rows = [Row(b, "kept") for b in blocks]  # one per block, in gathering order: the report's
+    decided = _choose(rows, room, keep_last, min_relevance, model)  # the same rows, as decided
+    summary = _compress(decided, summarize, budget, model) if summarize else []  # [] or its row
+    messages = _fit(decided + summary, budget, model)
+    rows += summary
+    sections = {s: sum(b.tokens for b in _kept(rows) if b.section == s) for s in ORDER}
+    report = Report(rows, budget, count(messages, model), {s: n for s, n in sections.items() if n})
     return Built(messages, report)
 
 
-def _compress(taken, summarize, budget, model):
-    """Compress: the turns Select dropped become one marked summary, sent if the whole fits.
-    Returns the summary's row (None when no turn was dropped)."""
-    gone = [r for r in taken if r.status == "dropped" and r.block.section == "history"]
+def _room(blocks, budget, summary_tokens, keep_last, min_relevance, model):
+    """`summary_tokens` less if turns must go (a trial Select says) and rules and task still fit."""
+    room = budget - summary_tokens
+    if room < _pinned_cost(blocks, model):
+        return budget
+    _, dropped = select(blocks, budget, keep_last, min_relevance, model)
+    return room if any(b.section == "history" for b, _ in dropped) else budget
+
+
+def _kept(rows):
+    return [r.block for r in rows if r.status == "kept"]
+
+
+def _compress(rows, summarize, budget, model):
+    """The turns Select dropped as one marked summary, sent if everything then fits: [its row]."""
+    gone = [r for r in rows if r.status == "dropped" and r.block.section == "history"]
     if not gone:
-        return None
+        return []
     turns = [r.block.turn for r in gone]
     text = summarize([m for r in gone for m in r.block.messages])
     message = summary_message(text, min(turns), max(turns))
     cost = _cost([message], model)
     summary = Block("summary", "summary", message.content, cost, messages=(message,))
-    kept = [r.block for r in taken if r.status == "kept"]
-    if count(structure(kept + [summary]), model) > budget:
-        return Row(summary, "dropped", "no room")
+    if count(structure(_kept(rows) + [summary]), model) > budget:
+        return [Row(summary, "dropped", "no room")]
     for r in gone:
         r.status, r.reason = "compressed", "in the summary"
-    taken.append(Row(summary, "kept"))
-    return taken[-1]
+    return [Row(summary, "kept")]
 
 
-def _fit(taken, budget, model):
-    """Structure the kept rows' blocks; the count as sent, not Select's reckoning, decides: while
-    it is over budget the lowest-scored block goes too."""
-    while True:
-        kept = [r for r in taken if r.status == "kept"]
-        messages = structure([r.block for r in kept])
-        if count(messages, model) <= budget:
-            return messages
-        removable = [r for r in kept if r.block.section not in PINNED]
+def _fit(rows, budget, model):
+    """The kept blocks as messages; while their count as sent is over budget, the worst goes."""
+    messages = structure(_kept(rows))
+    while count(messages, model) > budget:
+        removable = [r for r in rows if r.status == "kept" and r.block.section not in PINNED]
         if not removable:
             raise UserError(f"the rules and the task alone exceed budget={budget} — raise it")
         worst = min(removable, key=lambda r: r.block.score)
         worst.status, worst.reason = "dropped", "no room"
+        messages = structure(_kept(rows))
+    return messages
 
 
 # ---------------------------------------------------------------- compaction
@@ -462,11 +451,11 @@ class Compaction:
 
 
 def compact(
-    history,
-    summarize=None,
+    history: Iterable[Message],
+    summarize: Summarize | None = None,
     threshold: int = 2_000,
     keep_last: int = 8,
-    keep=(),
+    keep: Iterable[str] = (),
     model: str | None = DEFAULT_MODEL,
 ) -> Compaction:
     """Over `threshold` tokens, the turns before the last `keep_last` become one summary message
@@ -489,7 +478,5 @@ def compact(
         summary = summarize(old)
         messages = [summary_message(summary, 1, len(older)), *messages]
     after = transcript(messages) + "\n" + "\n".join(keep)
-    lost = lost_facts(transcript(old), after)
-    return Compaction(
-        messages, summary, len(older), keep_last, before, count(messages, model), lost
-    )
+    lost, tokens = lost_facts(transcript(old), after), count(messages, model)
+    return Compaction(messages, summary, len(older), keep_last, before, tokens, lost)
