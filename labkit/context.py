@@ -1,12 +1,11 @@
 """Context engineering: Gather → Select → Structure → Compress, and compaction of a long history.
 
 Built in 08_context. `gather` makes candidate blocks of the rules, the task, memory recall (03),
-evidence (06), notes (03) and the history's turns; `select` keeps rules and task, then the latest
-turns, then the best of the rest by relevance × recency above a minimum, whole blocks only, within
-a token budget; `structure` lays them out in labelled sections (evidence as cite's untrusted
-blocks); `build` runs all four and reports what it kept, dropped and compressed. `compact` turns
-older turns into one marked summary, keeps the last N verbatim, never parts a call from its output
-and reports the facts the summary dropped.
+evidence (06), notes (03) and the history's turns; `select` keeps rules and task, the latest turns,
+then the best of the rest by relevance × recency, whole blocks only, within a token budget;
+`structure` lays them out in labelled sections; `build` runs all four and reports what it kept,
+dropped and compressed. `compact` turns older turns into one marked summary, keeps the last N
+verbatim, never parts a call from its output and reports the facts the summary dropped.
 Left out, and what production uses instead: learned relevance (a reranker), judged summaries.
 """
 
@@ -226,24 +225,18 @@ def _added(block, sections, model):
     return block.tokens + 1 + heading
 
 
-def _order(rows, keep_last):
-    """What Select tries, in order: the last turns newest first, then the rest by score (stable)."""
-    turns = [r for r in rows if r.block.section == "history"]
-    recent = turns[::-1][: max(keep_last, 0)]
-    rest = [r for r in rows if r.block.section not in (*PINNED, "history")]
-    return recent + sorted(rest + turns[: len(turns) - len(recent)], key=lambda r: -r.block.score)
-
-
 def _choose(rows, budget, keep_last, min_relevance, model):
-    """Select on rows that all start "kept": marks the ones it drops, with why, and returns every
-    row in the order it decided them, rules and task first."""
+    """Select on rows: marks the ones it drops, with why; returns all, in the order it decided."""
     used, sections = _pinned_cost([r.block for r in rows], model), set()
     if used > budget:
         raise UserError(
             f"the rules and the task alone need {used} tokens but budget={budget} — raise the "
             "budget or shorten the rules"
         )
-    tried = _order(rows, keep_last)
+    turns = [r for r in rows if r.block.section == "history"]
+    recent = turns[::-1][: max(keep_last, 0)]  # tried first, newest first; then by score
+    rest = [r for r in rows if r.block.section not in (*PINNED, "history")]
+    tried = recent + sorted(rest + turns[: len(turns) - len(recent)], key=lambda r: -r.block.score)
     for row in tried:
         b = row.block
         if b.section in HEADINGS and b.relevance < min_relevance:
@@ -288,8 +281,7 @@ def summary_message(text: str, first: int, last: int) -> Message:
 
 def is_summary(message: Message) -> bool:
     """Whether a message is a summary made by summary_message. Example: is_summary(messages[1])"""
-    head = SUMMARY_HEAD.split("{")[0]
-    return message.role == "user" and message.content.startswith(head)
+    return message.role == "user" and message.content.startswith(SUMMARY_HEAD.split("{")[0])
 
 
 def structure(blocks: list[Block]) -> list[Message]:
@@ -372,9 +364,11 @@ def build(
     blocks = gather(
         task, rules, memory=memory, evidence=evidence, notes=notes, history=history, model=model
     )
-    room = budget  # what Select may fill: less when a summary will need its share
-    if summarize:
-        room = _room(blocks, budget, summary_tokens, keep_last, min_relevance, model)
+    room = budget  # what Select may fill: less if turns must go and a summary needs its share
+    if summarize and budget - summary_tokens >= _pinned_cost(blocks, model):
+        _, dropped = select(blocks, budget, keep_last, min_relevance, model)  # a trial
+        if any(b.section == "history" for b, _ in dropped):
+            room = budget - summary_tokens
     rows = [Row(b, "kept") for b in blocks]  # one per block, in gathering order: the report's
     decided = _choose(rows, room, keep_last, min_relevance, model)  # the same rows, as decided
     summary = _compress(decided, summarize, budget, model) if summarize else []  # [] or its row
@@ -383,15 +377,6 @@ def build(
     sections = {s: sum(b.tokens for b in _kept(rows) if b.section == s) for s in ORDER}
     report = Report(rows, budget, count(messages, model), {s: n for s, n in sections.items() if n})
     return Built(messages, report)
-
-
-def _room(blocks, budget, summary_tokens, keep_last, min_relevance, model):
-    """`summary_tokens` less if turns must go (a trial Select says) and rules and task still fit."""
-    room = budget - summary_tokens
-    if room < _pinned_cost(blocks, model):
-        return budget
-    _, dropped = select(blocks, budget, keep_last, min_relevance, model)
-    return room if any(b.section == "history" for b, _ in dropped) else budget
 
 
 def _kept(rows):
