@@ -211,23 +211,27 @@ def gather(
 # ---------------------------------------------------------------- select
 
 
-def _pinned_cost(blocks, model):
-    """What the rules and the task cost, with the wrapping of the messages they are sent in."""
-    wrapping = count([system(""), user("")], model)
-    return sum(b.tokens for b in blocks if b.section in PINNED) + wrapping
+def _fill(tried, used, budget, min_relevance, model):
+    """One greedy pass: each row in turn is kept if it still fits, else dropped with why."""
+    sections, heading = set(), {s: count(f"\n\n{h}", model) for s, h in HEADINGS.items()}
+    for row in tried:
+        b, extra = row.block, row.block.tokens
+        if b.section in HEADINGS:  # a line break in front, and the heading if it is the first
+            extra += 1 + (0 if b.section in sections else heading[b.section])
+        if b.section in HEADINGS and b.relevance < min_relevance:
+            row.status, row.reason = "dropped", f"relevance {b.relevance:.2f} < {min_relevance}"
+        elif used + extra > budget:
+            row.status, row.reason = "dropped", "no room"
+        else:
+            row.status, row.reason, used = "kept", "", used + extra
+            sections.add(b.section)
 
 
-def _added(block, sections, model):
-    """A block's tokens and, in a section, a line break and the heading if `sections` lacks it."""
-    if block.section not in HEADINGS:
-        return block.tokens
-    heading = 0 if block.section in sections else count(f"\n\n{HEADINGS[block.section]}", model)
-    return block.tokens + 1 + heading
-
-
-def _choose(rows, budget, keep_last, min_relevance, model):
-    """Select on rows: marks the ones it drops, with why; returns all, in the order it decided."""
-    used, sections = _pinned_cost([r.block for r in rows], model), set()
+def _choose(rows, budget, keep_last, min_relevance, model, reserve=0):
+    """Select on rows: marks each kept or dropped (with why) and returns them in the order decided.
+    When turns must go, it fills again with `reserve` tokens left free, if rules and task fit."""
+    pinned = [r for r in rows if r.block.section in PINNED]
+    used = sum(r.block.tokens for r in pinned) + count([system(""), user("")], model)
     if used > budget:
         raise UserError(
             f"the rules and the task alone need {used} tokens but budget={budget} — raise the "
@@ -237,16 +241,10 @@ def _choose(rows, budget, keep_last, min_relevance, model):
     recent = turns[::-1][: max(keep_last, 0)]  # tried first, newest first; then by score
     rest = [r for r in rows if r.block.section not in (*PINNED, "history")]
     tried = recent + sorted(rest + turns[: len(turns) - len(recent)], key=lambda r: -r.block.score)
-    for row in tried:
-        b = row.block
-        if b.section in HEADINGS and b.relevance < min_relevance:
-            row.status, row.reason = "dropped", f"relevance {b.relevance:.2f} < {min_relevance}"
-        elif used + _added(b, sections, model) > budget:
-            row.status, row.reason = "dropped", "no room"
-        else:
-            used += _added(b, sections, model)
-            sections.add(b.section)
-    return [r for r in rows if r.block.section in PINNED] + tried
+    _fill(tried, used, budget, min_relevance, model)
+    if reserve and used <= budget - reserve and any(r.status == "dropped" for r in turns):
+        _fill(tried, used, budget - reserve, min_relevance, model)
+    return pinned + tried
 
 
 def select(
@@ -364,13 +362,9 @@ def build(
     blocks = gather(
         task, rules, memory=memory, evidence=evidence, notes=notes, history=history, model=model
     )
-    room = budget  # what Select may fill: less if turns must go and a summary needs its share
-    if summarize and budget - summary_tokens >= _pinned_cost(blocks, model):
-        _, dropped = select(blocks, budget, keep_last, min_relevance, model)  # a trial
-        if any(b.section == "history" for b, _ in dropped):
-            room = budget - summary_tokens
     rows = [Row(b, "kept") for b in blocks]  # one per block, in gathering order: the report's
-    decided = _choose(rows, room, keep_last, min_relevance, model)  # the same rows, as decided
+    reserve = summary_tokens if summarize else 0  # a summary's share, should turns have to go
+    decided = _choose(rows, budget, keep_last, min_relevance, model, reserve)  # the same rows
     summary = _compress(decided, summarize, budget, model) if summarize else []  # [] or its row
     messages = _fit(decided + summary, budget, model)
     rows += summary
