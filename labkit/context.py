@@ -299,7 +299,7 @@ def structure(blocks: list[Block]) -> list[Message]:
 
 
 def summarizer(model: Any) -> Summarize:
-    """A summarise function for `compress` and `compact`: the model writes the summary.
+    """A summarise function for build's Compress step and `compact`: the model writes the summary.
 
     Offline the model is a ScriptedModel, so the summary is its script's words, nothing more.
     A reply cut short (status "incomplete") is refused: half a summary drops facts silently.
@@ -395,7 +395,8 @@ def _compress(rows, summarize, budget, model):
 
 
 def _fit(rows, budget, model):
-    """The kept blocks as messages; while their count as sent is over budget, the worst goes."""
+    """The kept blocks as messages; while their count as sent is over budget, the lowest-scored
+    block goes too (the count as sent decides, not Select's reckoning)."""
     messages = structure(_kept(rows))
     while count(messages, model) > budget:
         removable = [r for r in rows if r.status == "kept" and r.block.section not in PINNED]
@@ -412,15 +413,15 @@ def _fit(rows, budget, model):
 
 @dataclass
 class Compaction:
-    messages: list  # the compacted history: the summary (if any), then the kept turns
+    messages: list[Message]  # the compacted history: the summary (if any), then the kept turns
     summary: str | None  # what the summariser wrote; None when older turns were cut
     replaced: int  # turns replaced by the summary (or cut)
     kept: int  # turns kept verbatim
     tokens_before: int
     tokens_after: int
-    lost: list  # facts of the replaced turns found nowhere in what is left
+    lost: list[str]  # facts of the replaced turns found nowhere in what is left
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         lost = ", ".join(self.lost[:8]) + (" ..." if len(self.lost) > 8 else "")
         how = "summarised" if self.summary is not None else "cut"
         return (
