@@ -1,11 +1,12 @@
 """Context engineering: Gather → Select → Structure → Compress, and compaction of a long history.
 
 Built in 08_context. `gather` makes candidate blocks of the rules, the task, memory recall (03),
-evidence (06), notes (03) and the history's turns; `select` keeps rules and task, the latest turns,
-then the best of the rest by relevance × recency, whole blocks only, within a token budget;
-`structure` lays them out in labelled sections; `build` runs all four and reports what it kept,
-dropped and compressed. `compact` turns older turns into one marked summary, keeps the last N
-verbatim, never parts a call from its output and reports the facts the summary dropped.
+evidence (06), notes (03) and the history's turns; `select` keeps rules and task, then the latest
+turns, then the best of the rest by relevance × recency above a minimum, whole blocks only, within
+a token budget; `structure` lays them out in labelled sections (evidence as cite's untrusted
+blocks); `build` runs all four and reports what it kept, dropped and compressed. `compact` turns
+older turns into one marked summary, keeps the last N verbatim, never parts a call from its output
+and reports the facts the summary dropped.
 Left out, and what production uses instead: learned relevance (a reranker), judged summaries.
 """
 
