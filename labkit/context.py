@@ -11,7 +11,10 @@ Left out, and what production uses instead: learned relevance (a reranker), judg
 """
 
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from itertools import chain
+from typing import Any
 
 from .cite import evidence_block
 from .config import DEFAULT_MODEL
@@ -43,6 +46,7 @@ SUMMARY_PROMPT = (
 )
 # a fact, for the report of what a summary dropped: a number or a code ("HX-4471", "08:04")
 FACT = re.compile(r"(?<![\w.,:])(?:[A-Za-z]+-)?\d+(?:[.,:]\d+)*")
+Summarize = Callable[[list[Message]], str]  # a summariser: the messages -> the summary's text
 
 
 @dataclass(frozen=True)
@@ -53,7 +57,8 @@ class Block:
     tokens: int  # what it costs in the context, counted for the model
     relevance: float = 1.0  # share of the task's keywords it contains (1.0: not retrieved)
     recency: float = 1.0  # 1.0 now, 0.5 one half-life ago
-    messages: tuple = ()  # a turn (or the summary): the messages it is sent as
+    messages: tuple[Message, ...] = ()  # a turn (or the summary): the messages it is sent as
+    turn: int = 0  # a turn's number in the history, 1 the oldest (0: not a turn)
 
     @property
     def score(self) -> float:
@@ -69,10 +74,10 @@ class Row:
 
 @dataclass
 class Report:
-    rows: list  # [Row] in gathering order, the summary last
+    rows: list[Row]  # in gathering order, the summary last
     budget: int
     total: int  # the messages as sent, counted exactly
-    sections: dict = field(default_factory=dict)  # section -> tokens of its kept blocks
+    sections: dict[str, int] = field(default_factory=dict)  # section -> tokens of its kept blocks
 
     def table(self) -> str:
         """One line per block (consecutive turns alike in status share one): tokens, score, why."""
@@ -83,34 +88,33 @@ class Report:
         lines.append(f"sent: {self.total} of {self.budget} tokens ({per}; the rest is layout)")
         return "\n".join(lines)
 
-    def __repr__(self):
-        return self.table()
+    __repr__ = table
 
 
 def _runs(rows):
     """Table lines: every block on its own, but runs of turns with one status on one line."""
-    out = []
+    out, first = [], 0  # first: the turn the current run of turns starts at
     for r in rows:
         b, status = r.block, r.status + (f" ({r.reason})" if r.reason else "")
         if b.section == "history" and out and out[-1][0] == "history" and out[-1][4] == status:
-            _, name, tokens, _, _ = out.pop()
-            name = f"turns {name.split()[-1].split('-')[0]}-{b.id.split()[-1]}"
-            out.append(("history", name, tokens + b.tokens, "", status))
+            tokens = out.pop()[2] + b.tokens
+            out.append(("history", f"turns {first}-{b.turn}", tokens, "", status))
         else:
+            first = b.turn
             out.append((b.section, b.id, b.tokens, f"{b.score:.2f}", status))
     return out
 
 
 @dataclass
 class Built:
-    messages: list  # what to send: system (rules and sections), summary, turns, the task
+    messages: list[Message]  # what to send: system (rules and sections), summary, turns, the task
     report: Report
 
 
 # ---------------------------------------------------------------- gather
 
 
-def keywords(text: str) -> set:
+def keywords(text: str) -> set[str]:
     """The words (Chinese as bigrams) that relevance compares. Example: keywords("The hotel")"""
     return {t for t in tokenize(text) if len(t) > 1 and t not in STOPWORDS}
 
@@ -139,7 +143,7 @@ def split_turns(messages) -> list[list]:
     return turns
 
 
-def truncate(messages, keep_last: int) -> list:
+def truncate(messages: Iterable[Message], keep_last: int) -> list[Message]:
     """The last `keep_last` turns of a history, each whole: the truncating compactor.
 
     Example: truncate([user("a"), call_message, output, say_message], 2)  ->  the last three
@@ -148,7 +152,7 @@ def truncate(messages, keep_last: int) -> list:
     return [m for t in turns[max(len(turns) - keep_last, 0) :] for m in t]
 
 
-def transcript(messages) -> str:
+def transcript(messages: Iterable[Message]) -> str:
     """The messages as plain lines, for scoring and for a summariser to read."""
     lines = []
     for m in messages:
@@ -166,10 +170,10 @@ def gather(
     task: str,
     rules: str = RULES,
     *,
-    memory=(),
-    evidence=(),
-    notes=(),
-    history=(),
+    memory: Iterable = (),
+    evidence: Iterable = (),
+    notes: Iterable = (),
+    history: Iterable[Message] = (),
     model: str | None = DEFAULT_MODEL,
     half_life: float = 8,
 ) -> list[Block]:
@@ -185,15 +189,11 @@ def gather(
         raise UserError("the task is empty — say what the model should do, e.g. 'Draft the email'")
     blocks = [Block("rules", "rules", rules, count(rules, model))]
     for hit in memory:
-        content, id = hit.memory.content, hit.memory.id
-        text = f"- {content}"
-        blocks.append(
-            Block("memory", id, text, count(text, model), relevance(content, task), hit.recency)
-        )
+        text, score = f"- {hit.memory.content}", relevance(hit.memory.content, task)
+        blocks.append(Block("memory", hit.memory.id, text, count(text, model), score, hit.recency))
     for hit in evidence:
         chunk = getattr(hit, "chunk", hit)
-        text = evidence_block(chunk)  # one place says how evidence is labelled (cite.py)
-        score = relevance(chunk.text, task)
+        text, score = evidence_block(chunk), relevance(chunk.text, task)  # labelled by cite.py
         blocks.append(Block("evidence", chunk.source_id, text, count(text, model), score))
     for item in notes:
         note = item[1] if isinstance(item, tuple) else item
@@ -201,34 +201,60 @@ def gather(
         score = relevance(f"{note.title} {note.body}", task)
         blocks.append(Block("notes", note.id, text, count(text, model), score))
     turns = split_turns(history)
-    for number, turn in enumerate(turns, 1):
-        recency = 0.5 ** ((len(turns) - number) / half_life)
+    # a turn scores by recency alone: the conversation needs it whatever words it shares
+    for n, turn in enumerate(turns, 1):
+        recency, text = 0.5 ** ((len(turns) - n) / half_life), transcript(turn)
         cost = _cost(turn, model)
-        # a turn scores by recency alone: the conversation needs it whatever words it shares
-        blocks.append(
-            Block("history", f"turn {number}", transcript(turn), cost, 1.0, recency, tuple(turn))
-        )
+        blocks.append(Block("history", f"turn {n}", text, cost, 1.0, recency, tuple(turn), n))
     return blocks + [Block("task", "task", task, count(task, model))]
 
 
 # ---------------------------------------------------------------- select
 
 
-def _layout(blocks, model):
-    """What the layout adds: each message's wrapping, each section's heading, each line break."""
-    sections = {b.section for b in blocks if b.section in HEADINGS}
-    headings = sum(_heading(s, model) for s in sections)
-    lines = sum(1 for b in blocks if b.section in HEADINGS)  # one "\n" in front of each block
-    return count([system(""), user("")], model) + headings + lines
+def _fill(tried, used, budget, min_relevance, model):
+    """One greedy pass: each row in turn is kept if it still fits, else dropped with why."""
+    sections, heading = set(), {s: count(f"\n\n{h}", model) for s, h in HEADINGS.items()}
+    for row in tried:
+        b, extra = row.block, row.block.tokens
+        if b.section in HEADINGS:  # a line break in front, and the heading if it is the first
+            extra += 1 + (0 if b.section in sections else heading[b.section])
+        if b.section in HEADINGS and b.relevance < min_relevance:
+            row.status, row.reason = "dropped", f"relevance {b.relevance:.2f} < {min_relevance}"
+        elif used + extra > budget:
+            row.status, row.reason = "dropped", "no room"
+        else:
+            row.status, row.reason, used = "kept", "", used + extra
+            sections.add(b.section)
+
+
+def _choose(rows, budget, keep_last, min_relevance, model, reserve=0):
+    """Select on rows: marks each kept or dropped (with why) and returns them in the order decided.
+    When turns must go, it fills again with `reserve` tokens left free, if rules and task fit."""
+    pinned = [r for r in rows if r.block.section in PINNED]
+    used = sum(r.block.tokens for r in pinned) + count([system(""), user("")], model)
+    if used > budget:
+        raise UserError(
+            f"the rules and the task alone need {used} tokens but budget={budget} — raise the "
+            "budget or shorten the rules"
+        )
+    turns = [r for r in rows if r.block.section == "history"]
+    recent = turns[::-1][: max(keep_last, 0)]  # tried first, newest first; then by score
+    rest = [r for r in rows if r.block.section not in (*PINNED, "history")]
+    tried = recent + sorted(rest + turns[: len(turns) - len(recent)], key=lambda r: -r.block.score)
+    _fill(tried, used, budget, min_relevance, model)
+    if reserve and used <= budget - reserve and any(r.status == "dropped" for r in turns):
+        _fill(tried, used, budget - reserve, min_relevance, model)
+    return pinned + tried
 
 
 def select(
-    blocks: list,
+    blocks: list[Block],
     budget: int,
     keep_last: int = 4,
     min_relevance: float = 0.1,
     model: str | None = DEFAULT_MODEL,
-) -> tuple[list, list]:
+) -> tuple[list[Block], list[tuple[Block, str]]]:
     """(kept, dropped): rules and task always; then the last `keep_last` turns, newest first; then
     every other block by score (relevance × recency), best first; a retrieved block (memory,
     notes, evidence) only if its relevance reaches `min_relevance`. A block is kept whole or
@@ -236,37 +262,9 @@ def select(
 
     dropped is [(block, reason)]. Example: kept, dropped = select(blocks, budget=1_500)
     """
-    pinned = [b for b in blocks if b.section in PINNED]
-    turns = [b for b in blocks if b.section == "history"]
-    recent = turns[::-1][: max(keep_last, 0)]
-    first = {id(b) for b in pinned + recent}
-    ranked = sorted((b for b in blocks if id(b) not in first), key=lambda b: -b.score)  # stable
-    kept, dropped = list(pinned), []
-    used = sum(b.tokens for b in pinned) + _layout(pinned, model)
-    if used > budget:
-        raise UserError(
-            f"the rules and the task alone need {used} tokens but budget={budget} — raise the "
-            "budget or shorten the rules"
-        )
-    sections = set()
-    for block in recent + ranked:
-        if block.section in HEADINGS and block.relevance < min_relevance:
-            dropped.append((block, f"relevance {block.relevance:.2f} < {min_relevance}"))
-            continue
-        extra = block.tokens
-        if block.section in HEADINGS:  # a line break in front, and the heading if it is the first
-            extra += 1 + (0 if block.section in sections else _heading(block.section, model))
-        if used + extra > budget:
-            dropped.append((block, "no room"))
-            continue
-        kept.append(block)
-        sections.add(block.section)
-        used += extra
-    return kept, dropped
-
-
-def _heading(section, model):
-    return count(f"\n\n{HEADINGS[section]}", model)
+    rows = _choose([Row(b, "kept") for b in blocks], budget, keep_last, min_relevance, model)
+    kept = [r.block for r in rows if r.status == "kept"]
+    return kept, [(r.block, r.reason) for r in rows if r.status == "dropped"]
 
 
 # ---------------------------------------------------------------- structure and compress
@@ -282,11 +280,10 @@ def summary_message(text: str, first: int, last: int) -> Message:
 
 def is_summary(message: Message) -> bool:
     """Whether a message is a summary made by summary_message. Example: is_summary(messages[1])"""
-    head = SUMMARY_HEAD.split("{")[0]
-    return message.role == "user" and message.content.startswith(head)
+    return message.role == "user" and message.content.startswith(SUMMARY_HEAD.split("{")[0])
 
 
-def structure(blocks: list) -> list:
+def structure(blocks: list[Block]) -> list[Message]:
     """The messages for the kept blocks: one system message (rules, then each section under its
     heading), the summary and the turns in their order, the task last.
 
@@ -297,20 +294,20 @@ def structure(blocks: list) -> list:
     for section in ("memory", "notes", "evidence"):
         if by[section]:
             text += f"\n\n{HEADINGS[section]}" + "".join(f"\n{b.text}" for b in by[section])
-    turns = by["summary"] + sorted(by["history"], key=lambda b: int(b.id.split()[-1]))
-    history = [m for b in turns for m in b.messages]
+    turns = by["summary"] + sorted(by["history"], key=lambda b: b.turn)
+    history = chain.from_iterable(b.messages for b in turns)
     return [system(text), *history, *(user(b.text) for b in by["task"])]
 
 
-def summarizer(model):
-    """A summarise function for `compress` and `compact`: the model writes the summary.
+def summarizer(model: Any) -> Summarize:
+    """A summarise function for build's Compress step and `compact`: the model writes the summary.
 
     Offline the model is a ScriptedModel, so the summary is its script's words, nothing more.
     A reply cut short (status "incomplete") is refused: half a summary drops facts silently.
     Example: compact(history, summarize=summarizer(connect(script=[say("Ana booked ...")])))
     """
 
-    def summarize(messages) -> str:
+    def summarize(messages: list[Message]) -> str:
         reply = model.respond([system(SUMMARY_PROMPT), user(transcript(messages))])
         if reply.status != "completed":
             raise ModelBehaviorError(
@@ -344,14 +341,14 @@ def build(
     task: str,
     rules: str = RULES,
     *,
-    memory=(),
-    evidence=(),
-    notes=(),
-    history=(),
+    memory: Iterable = (),
+    evidence: Iterable = (),
+    notes: Iterable = (),
+    history: Iterable[Message] = (),
     budget: int = 2_000,
     keep_last: int = 4,
     min_relevance: float = 0.1,
-    summarize=None,
+    summarize: Summarize | None = None,
     summary_tokens: int = 200,
     model: str | None = DEFAULT_MODEL,
 ) -> Built:
@@ -366,47 +363,50 @@ def build(
     blocks = gather(
         task, rules, memory=memory, evidence=evidence, notes=notes, history=history, model=model
     )
-    kept, dropped = select(blocks, budget, keep_last, min_relevance, model)
-    pinned = [b for b in blocks if b.section in PINNED]
-    room = budget - summary_tokens  # left for the rest once the summary has its share
-    if summarize and any(b.section == "history" for b, _ in dropped):
-        if room >= sum(b.tokens for b in pinned) + _layout(pinned, model):
-            kept, dropped = select(blocks, room, keep_last, min_relevance, model)
-    why = {id(b): reason for b, reason in dropped}  # block -> why it is not sent as it is
-    gone = [b for b, _ in dropped if b.section == "history"]
-    summary = None
-    if summarize and gone:  # Compress: the dropped turns, as one summary if it fits
-        numbers = [int(b.id.split()[-1]) for b in gone]
-        message = summary_message(summarize([m for b in gone for m in b.messages]), *_span(numbers))
-        cost = _cost([message], model)
-        summary = Block("summary", "summary", message.content, cost, messages=(message,))
-        if count(structure(kept + [summary]), model) <= budget:
-            kept.append(summary)
-            why |= {id(b): "in the summary" for b in gone}
-        else:
-            why[id(summary)] = "no room"
-    messages = structure(kept)
-    while count(messages, model) > budget:  # the count as sent, not the reckoning, decides
-        removable = [b for b in kept if b.section not in PINNED]
+    rows = [Row(b, "kept") for b in blocks]  # one per block, in gathering order: the report's
+    reserve = summary_tokens if summarize else 0  # a summary's share, should turns have to go
+    decided = _choose(rows, budget, keep_last, min_relevance, model, reserve)  # the same rows
+    summary = _compress(decided, summarize, budget, model) if summarize else []  # [] or its row
+    messages = _fit(decided + summary, budget, model)
+    rows += summary
+    sections = {s: sum(b.tokens for b in _kept(rows) if b.section == s) for s in ORDER}
+    report = Report(rows, budget, count(messages, model), {s: n for s, n in sections.items() if n})
+    return Built(messages, report)
+
+
+def _kept(rows):
+    return [r.block for r in rows if r.status == "kept"]
+
+
+def _compress(rows, summarize, budget, model):
+    """The turns Select dropped as one marked summary, sent if everything then fits: [its row]."""
+    gone = [r for r in rows if r.status == "dropped" and r.block.section == "history"]
+    if not gone:
+        return []
+    turns = [r.block.turn for r in gone]
+    text = summarize([m for r in gone for m in r.block.messages])
+    message = summary_message(text, min(turns), max(turns))
+    cost = _cost([message], model)
+    summary = Block("summary", "summary", message.content, cost, messages=(message,))
+    if count(structure(_kept(rows) + [summary]), model) > budget:
+        return [Row(summary, "dropped", "no room")]
+    for r in gone:
+        r.status, r.reason = "compressed", "in the summary"
+    return [Row(summary, "kept")]
+
+
+def _fit(rows, budget, model):
+    """The kept blocks as messages; while their count as sent is over budget, the lowest-scored
+    block goes too (the count as sent decides, not Select's reckoning)."""
+    messages = structure(_kept(rows))
+    while count(messages, model) > budget:
+        removable = [r for r in rows if r.status == "kept" and r.block.section not in PINNED]
         if not removable:
             raise UserError(f"the rules and the task alone exceed budget={budget} — raise it")
-        worst = min(removable, key=lambda b: b.score)
-        kept.remove(worst)
-        why[id(worst)] = "no room"
-        messages = structure(kept)
-    sent = {id(b) for b in kept}
-    rows = []
-    for b in blocks + ([summary] if summary else []):
-        reason = "" if id(b) in sent else why.get(id(b), "")
-        status = "kept" if id(b) in sent else "dropped"
-        rows.append(Row(b, "compressed" if reason == "in the summary" else status, reason))
-    sections = {s: sum(b.tokens for b in kept if b.section == s) for s in ORDER}
-    total = count(messages, model)
-    return Built(messages, Report(rows, budget, total, {s: n for s, n in sections.items() if n}))
-
-
-def _span(numbers):
-    return min(numbers), max(numbers)
+        worst = min(removable, key=lambda r: r.block.score)
+        worst.status, worst.reason = "dropped", "no room"
+        messages = structure(_kept(rows))
+    return messages
 
 
 # ---------------------------------------------------------------- compaction
@@ -414,15 +414,15 @@ def _span(numbers):
 
 @dataclass
 class Compaction:
-    messages: list  # the compacted history: the summary (if any), then the kept turns
+    messages: list[Message]  # the compacted history: the summary (if any), then the kept turns
     summary: str | None  # what the summariser wrote; None when older turns were cut
     replaced: int  # turns replaced by the summary (or cut)
     kept: int  # turns kept verbatim
     tokens_before: int
     tokens_after: int
-    lost: list  # facts of the replaced turns found nowhere in what is left
+    lost: list[str]  # facts of the replaced turns found nowhere in what is left
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         lost = ", ".join(self.lost[:8]) + (" ..." if len(self.lost) > 8 else "")
         how = "summarised" if self.summary is not None else "cut"
         return (
@@ -432,11 +432,11 @@ class Compaction:
 
 
 def compact(
-    history,
-    summarize=None,
+    history: Iterable[Message],
+    summarize: Summarize | None = None,
     threshold: int = 2_000,
     keep_last: int = 8,
-    keep=(),
+    keep: Iterable[str] = (),
     model: str | None = DEFAULT_MODEL,
 ) -> Compaction:
     """Over `threshold` tokens, the turns before the last `keep_last` become one summary message
@@ -459,7 +459,5 @@ def compact(
         summary = summarize(old)
         messages = [summary_message(summary, 1, len(older)), *messages]
     after = transcript(messages) + "\n" + "\n".join(keep)
-    lost = lost_facts(transcript(old), after)
-    return Compaction(
-        messages, summary, len(older), keep_last, before, count(messages, model), lost
-    )
+    lost, tokens = lost_facts(transcript(old), after), count(messages, model)
+    return Compaction(messages, summary, len(older), keep_last, before, tokens, lost)

@@ -222,6 +222,37 @@ def test_build_compresses_the_turns_it_drops_into_one_marked_summary(conversatio
     assert statuses == {"kept", "compressed"} and built.report.total <= 700
 
 
+def test_each_turn_carries_its_number_and_the_table_joins_runs_of_turns(conversation):
+    gathered = context.gather("Draft the team email", history=conversation["messages"])
+    turns = [b for b in gathered if b.section == "history"]
+    assert [b.turn for b in turns] == list(range(1, len(turns) + 1))
+    assert [b.id for b in turns] == [f"turn {n}" for n in range(1, len(turns) + 1)]
+    report = context.build(
+        "Draft the team email", history=conversation["messages"], budget=400
+    ).report
+    last = max(r.block.turn for r in report.rows if r.status == "dropped")
+    table = report.table()
+    assert f"turns 1-{last} " in table and f"turns {last + 1}-{len(turns)} " in table
+
+
+def test_a_summary_has_its_share_only_when_turns_must_go(conversation):
+    short = conversation["messages"][:3]  # everything fits: no summary, nothing set aside
+    plain = context.build("Draft the team email", history=short, budget=2_000)
+    offered = context.build("Draft the team email", history=short, budget=2_000, summarize=str)
+    assert offered.messages == plain.messages and offered.report.total == plain.report.total
+    built = context.build(
+        "Draft the team email",
+        history=conversation["messages"],
+        budget=900,
+        summary_tokens=200,
+        summarize=lambda messages: conversation["summary"],
+    )
+    chosen = [r.block for r in built.report.rows if r.status == "kept"]
+    assert sum(b.tokens for b in chosen if b.section != "summary") <= 900 - 200
+    gone = [r.block.turn for r in built.report.rows if r.status == "compressed"]
+    assert built.messages[1].content.startswith(f"[summary of turns {min(gone)}-{max(gone)},")
+
+
 def test_a_summary_that_does_not_fit_is_dropped_and_reported(conversation):
     long = "word " * 2_000
     built = context.build(
