@@ -11,8 +11,8 @@ Outside the lessons: check (the checker), tasks (the hands-on tasks), labs (lab 
 __main__ (command lines). The names below are the few a notebook uses most.
 """
 
-# memory and the 06_rag modules are not imported here: `python -m labkit.memory` must not find
-# memory already imported, and torch loads only when 06_rag needs it
+# memory and the 06_rag modules are not imported here: torch loads only when 06_rag needs it, and
+# the memory store only when a notebook asks for it
 from .budget import Budget
 from .check import check, progress
 from .config import load_settings, redact

@@ -3,9 +3,8 @@
 `agent`.
 
 Outside the lessons. The memory command line lets a person see, change, delete and export what the
-agent remembers (03_memory); `python -m labkit.memory ...` runs the same one. The evals command
-line runs a task suite and gates it against a stored baseline (10_evals; also `python -m
-labkit.evals run ...`). `local-model` checks the SmolLM2 weights and serves them on 127.0.0.1
+agent remembers (03_memory). The evals command line runs a task suite and gates it against a
+stored baseline (10_evals). `local-model` checks the SmolLM2 weights and serves them on 127.0.0.1
 (`make local-model`). `agent` talks to the short agent of labkit/agent_script.py in the terminal,
 its memory in the same store as `memory`. Every problem is one line on stderr and exit code 2,
 never a traceback.

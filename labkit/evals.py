@@ -3,7 +3,7 @@
 Built in 10_evals (a suite and the gate: labkit.suite; numbers: labkit.stats; judges:
 labkit.judges). `ast_match` reads BFCL's possible-answer and function-doc formats; `score_answer`
 is GAIA's quasi-exact match (labkit also drops articles) plus 06's citation checks. `python -m
-labkit.evals run SUITE --baseline FILE` is the regression gate's command line.
+labkit evals run SUITE --baseline FILE` is the regression gate's command line.
 Left out, and what production uses: BFCL's Java/JavaScript rules, executable and multi-turn checks
 (the bfcl-eval package); unit conversion ("17 km" is no number here) and semantic matching (an LLM
 judge); stored run histories and dashboards (Inspect, promptfoo).
@@ -449,8 +449,6 @@ def score_answer(
     )
 
 
-# python -m labkit.evals: the same command line as python -m labkit evals
+# The command line is in labkit/__main__.py (it imports this module, so this one cannot import it)
 if __name__ == "__main__":
-    from labkit.__main__ import evals_main
-
-    sys.exit(evals_main(prog="python -m labkit.evals"))
+    sys.exit("the evals command line is python -m labkit evals run|tool-choice|descriptions")

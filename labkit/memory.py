@@ -586,8 +586,6 @@ def _ask(confirm, replaced, new):
     )
 
 
-# python -m labkit.memory: the same command line as python -m labkit memory
+# The command line is in labkit/__main__.py (it imports this module, so this one cannot import it)
 if __name__ == "__main__":
-    from labkit.__main__ import memory_main
-
-    sys.exit(memory_main(prog="python -m labkit.memory"))
+    sys.exit("the memory command line is python -m labkit memory set|list|delete|export")

@@ -1,4 +1,4 @@
-"""labkit.__main__: `python -m labkit memory ...` (and `python -m labkit.memory ...`), one line per
+"""labkit.__main__: `python -m labkit memory ...`, one line per
 problem."""
 
 import json
@@ -26,7 +26,6 @@ def clock():
 
 ENTRY_POINTS = {
     "python -m labkit memory": ["-m", "labkit", "memory"],
-    "python -m labkit.memory": ["-m", "labkit.memory"],
 }
 
 
@@ -41,17 +40,26 @@ def run_cli(*args, db, entry="python -m labkit memory"):
     return result.returncode, result.stdout, result.stderr
 
 
-def test_both_entry_points_run_the_same_command_line(tmp_path):
+def test_the_command_line_writes_once_and_names_its_help(tmp_path):
     db = tmp_path / "cli.sqlite3"
-    runs = [
-        run_cli("set", "Prefers tea", "--id", "drink", db=db, entry=entry) for entry in ENTRY_POINTS
-    ]
+    runs = [run_cli("set", "Prefers tea", "--id", "drink", db=db) for _ in range(2)]
     assert runs == [
         (0, "created drink: remembered\n", ""),
         (0, "unchanged drink: already stored; its TTL starts again\n", ""),
     ]
-    code, _, err = run_cli("list", "--bogus", db=db, entry="python -m labkit.memory")
-    assert code == 2 and "see python -m labkit.memory --help" in err
+    code, _, err = run_cli("list", "--bogus", db=db)
+    assert code == 2 and "see python -m labkit memory --help" in err
+
+
+@pytest.mark.parametrize(
+    "module, command", [("labkit.memory", "memory"), ("labkit.evals", "evals")]
+)
+def test_running_a_lesson_module_names_the_command_line(module, command):
+    """python -m labkit.memory is not the command line (memory cannot import labkit/__main__.py,
+    which imports it): it says which command is."""
+    done = subprocess.run([sys.executable, "-m", module], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 1 and not done.stdout
+    assert f"command line is python -m labkit {command} " in done.stderr
 
 
 def test_the_top_level_command_line_names_its_commands():
@@ -127,7 +135,7 @@ def test_the_command_line_uses_its_default_store_and_says_where_it_is(
 def run_raw(*args):
     """The command line with raw arguments (bytes too, as a shell passes them): code, out, err."""
     done = subprocess.run(
-        [sys.executable, "-m", "labkit.memory", *args], capture_output=True, timeout=60, cwd=ROOT
+        [sys.executable, "-m", "labkit", "memory", *args], capture_output=True, timeout=60, cwd=ROOT
     )
     return done.returncode, done.stdout.decode(), done.stderr.decode()
 

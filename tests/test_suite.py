@@ -263,11 +263,10 @@ def test_a_bad_baseline_is_refused_in_one_line(text, problem, tmp_path):
 
 ENTRY_POINTS = {
     "python -m labkit evals": ["-m", "labkit", "evals"],
-    "python -m labkit.evals": ["-m", "labkit.evals"],
 }
 
 
-def gate_cli(*args, entry="python -m labkit.evals"):
+def gate_cli(*args, entry="python -m labkit evals"):
     done = subprocess.run(
         [sys.executable, *ENTRY_POINTS[entry], "run", *args],
         capture_output=True,
