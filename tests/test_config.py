@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from labkit import UserError, connect, doctor, load_settings, redact
-from labkit.config import DEFAULT_MODEL, OFFICIAL_BASE_URL, key_problem
+from labkit.config import DEFAULT_MODEL, OFFICIAL_BASE_URL
 from labkit.errors import explain
+from labkit.keys import key_problem
 
 KEY = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789"
 
