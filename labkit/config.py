@@ -11,7 +11,6 @@ Deliberately left out: config files other than .env, per-project profiles, proxy
 Azure/OpenAI organisations. A stray OPENAI_BASE_URL is ignored on purpose (see `load_settings`).
 """
 
-import io
 import math
 import os
 import re
@@ -20,10 +19,7 @@ from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from pathlib import Path
 
-from dotenv import find_dotenv
-from dotenv.main import resolve_variables
-from dotenv.parser import Binding, parse_stream
-
+from .envfile import checked_env_file, find_env_file, read_env_file
 from .errors import UserError
 from .keys import QUOTES, is_placeholder, key_problem, scrub
 
@@ -95,7 +91,6 @@ PRESETS = (
 PROVIDERS = {p.name: p for p in PRESETS}
 # every variable a key can be set in (redact() scrubs them all)
 KEY_NAMES = tuple(dict.fromkeys(["OPENAI_API_KEY", *(p.key_name for p in PROVIDERS.values())]))
-NO_ENV_FILE = "LABKIT_ENV_FILE names no file"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = REPO_ROOT / "data"
 DOCS_DIR = DATA_DIR / "docs"  # the teaching corpus and the lab pages
@@ -162,90 +157,13 @@ class Settings:
         return f"Settings({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
 
-# ---------------------------------------------------------------- the .env file
-
-
-def _find_env_file(environ: Mapping[str, str]) -> tuple[Path | None, str]:
-    """(path or None, why none is read). Never raises: redact() finds the keys in .env through it.
-
-    LABKIT_ENV_FILE=none switches .env off (the tests do); load_settings refuses one naming no file.
-    """
-    chosen = environ.get("LABKIT_ENV_FILE")
-    try:
-        if chosen is None:
-            repo_env = REPO_ROOT / ".env"
-            found = find_dotenv(usecwd=True) or (repo_env if repo_env.is_file() else "")
-            return (Path(found), "") if found else (None, "none found (copy .env.example to .env)")
-        if chosen.strip().lower() in ("", "none"):
-            return None, "not read (LABKIT_ENV_FILE=none)"
-        return (Path(chosen), "") if Path(chosen).is_file() else (None, NO_ENV_FILE)
-    except OSError:  # e.g. no permission, or the working folder was deleted
-        return None, NO_ENV_FILE if chosen else "none found (copy .env.example to .env)"
-
-
-def _shown_path(path: Path) -> str:
-    """A path as the learner would type it: relative to the repository when inside it."""
-    try:
-        return str(Path(path).resolve().relative_to(REPO_ROOT))
-    except ValueError:
-        return Path(path).name
-
-
-@dataclass(frozen=True)
-class _EnvFile:
-    """What a .env file holds, read once with python-dotenv's parser."""
-
-    values: dict  # NAME -> value, ${VAR} interpolated as python-dotenv does
-    lines: dict  # NAME -> its line number
-    bad: tuple = ()  # (line number, the setting it starts with or "") per line dotenv would skip
-    unreadable: str = ""  # why the file could not be read, or ""
-    loose_keys: tuple = ()  # what follows a key's name on a bad line ("OPENAI_API_KEY sk-...")
-
-
-_NAME_AT_START = re.compile(r"\s*(?:export\s+)?([A-Z_]+)")
-_LOOSE_KEY = re.compile(rf"\s*(?:export\s+)?(?:{'|'.join(KEY_NAMES)})(?![\w-])[\s:=]*(.*?)\s*$")
-
-
-def _line_number(binding: Binding) -> int:
-    source = binding.original.string
-    blank = source[: len(source) - len(source.lstrip())]  # python-dotenv counts the blank
-    return binding.original.line + len(re.findall(r"\r\n|\n|\r", blank))  # lines above it
-
-
-def _bad_line(source: str) -> tuple[str, list[str]]:
-    """(the known setting a line starts with, or ""; the key on it, if any: redact() scrubs it)."""
-    start = _NAME_AT_START.match(source)  # only a known setting is named: keys hide here
-    known = start.group(1) if start and start.group(1) in SETTING_NAMES else ""
-    return known, [m.group(1) for m in [_LOOSE_KEY.match(source)] if m and m.group(1)]
-
-
-def _read_env_file(path: str | Path) -> _EnvFile:
-    """What a .env file holds, and each line python-dotenv cannot parse and would skip silently."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        return _EnvFile({}, {}, unreadable="is not UTF-8 text — save it as UTF-8 (plain text)")
-    except OSError as exc:
-        why = exc.strerror or type(exc).__name__
-        return _EnvFile({}, {}, unreadable=f"cannot be read ({why}) — check it")
-    pairs, lines, bad, loose = [], {}, [], []
-    for binding in parse_stream(io.StringIO(text)):
-        if binding.error or (binding.key is not None and binding.value is None):
-            known, keys = _bad_line(binding.original.string)
-            bad.append((_line_number(binding), known))
-            loose += keys
-        elif binding.key is not None:
-            pairs.append((binding.key, binding.value))
-            lines[binding.key] = _line_number(binding)
-    # python-dotenv's own reading, ${VAR} interpolation too, when every line is read
-    values = dict(pairs) if bad else dict(resolve_variables(pairs, override=True))
-    return _EnvFile(values, lines, tuple(bad), "", tuple(loose))
+# ---------------------------------------------------------------- keys set in .env
 
 
 @lru_cache(maxsize=16)
 def _keys_in_file(path: str, mtime_ns: int, size: int) -> tuple[str, ...]:
     """The keys a .env file holds; read again only when the file changes."""
-    env = _read_env_file(path)
+    env = read_env_file(path, keys=KEY_NAMES)
     return tuple(env.values[n] for n in KEY_NAMES if env.values.get(n)) + env.loose_keys
 
 
@@ -264,53 +182,13 @@ def configured_keys(environ: Mapping[str, str] | None = None) -> tuple[str, ...]
     """
     environ = os.environ if environ is None else environ
     found = [environ.get(name) or "" for name in KEY_NAMES]
-    found += _keys_in_env_file(_find_env_file(environ)[0])
+    found += _keys_in_env_file(find_env_file(environ, REPO_ROOT)[0])
     # a key pasted with spaces or quotes is that key still: scrub it with and without them
     forms = {
         form for value in found for form in (value, value.strip(), value.strip().strip(QUOTES))
     }
     keys = [k for k in forms if k.strip() and not is_placeholder(k)]
     return tuple(sorted(keys, key=lambda k: (-len(k), k)))
-
-
-def _bad_lines(shown: str, bad: tuple) -> UserError:
-    """The error for lines python-dotenv cannot parse. It never repeats one: it may hold a key."""
-    numbers, names = [str(n) for n, _ in bad], list(dict.fromkeys(name for _, name in bad if name))
-    which = f"line {numbers[0]}" if len(bad) == 1 else f"lines {', '.join(numbers)}"
-    about = f" ({', '.join(names)})" if names else ""
-    return UserError(
-        f"{shown} {which}{about} cannot be read as NAME=value, so it would be skipped "
-        "— write each setting as NAME=value on its own line, with quotes only around "
-        "the whole value (e.g. OPENAI_API_KEY=sk-...)"
-    )
-
-
-def _env_file(environ: Mapping[str, str]) -> tuple[str | None, str, _EnvFile]:
-    """(.env as the learner would name it, why none is read, what it holds); refuses a bad one."""
-    path, note = _find_env_file(environ)
-    if note == NO_ENV_FILE:
-        raise UserError(
-            f"LABKIT_ENV_FILE points to {_clip(environ['LABKIT_ENV_FILE'], 80)!r}, "
-            "which is not a file — fix the path, or unset LABKIT_ENV_FILE to use "
-            "./.env"
-        )
-    if path is None:
-        return None, note, _EnvFile({}, {})
-    shown, env = _shown_path(path), _read_env_file(path)
-    if env.unreadable:
-        raise UserError(f"{shown} {env.unreadable}")
-    if env.bad:
-        raise _bad_lines(shown, env.bad)
-    return shown, note, env
-
-
-def _find(name: str, environ: Mapping, shown: str | None, env: _EnvFile) -> tuple[str | None, ...]:
-    """(value, where it was set), or (None, None): the shell wins; a blank value is unset."""
-    if (environ.get(name) or "").strip():
-        return environ[name], "the shell"
-    if (env.values.get(name) or "").strip():
-        return env.values[name], f"{shown} line {env.lines[name]}"
-    return None, None
 
 
 # ---------------------------------------------------------------- checking each setting
@@ -472,6 +350,15 @@ class Setting:
     shown: Callable[[str], str] = _clip  # the value as the error shows it
     then: Callable[[dict, str | None], None] | None = None  # a check with the settings above
 
+    def value(self, raw: object, got: dict, name: str, where: str | None) -> object:
+        """Its default when `raw` is None, else `raw` read; a value that cannot be used raises."""
+        if raw is None:
+            return self.default(got) if callable(self.default) else self.default
+        value = self.read(raw)
+        if value is None:  # the one error: NAME='value' (set in ...) what is wrong — the fix
+            raise _unusable(name, self.shown(raw), where, PROBLEMS[self.name])
+        return value
+
 
 SETTINGS = (  # read in this order: a default may depend on the settings above it
     Setting("mode", "LABKIT_MODE", _mode, "offline"),
@@ -491,11 +378,9 @@ def _endpoint(provider: Provider | None, url: str) -> tuple[str, str]:
     """(base_url, key_name): LABKIT_BASE_URL's, else the preset's, else the official one."""
     if url:  # subtle: a preset's key never goes to another server, only to its own URL
         return url, provider.key_name if provider and url == provider.base_url else "LABKIT_API_KEY"
-    return (
-        (provider.base_url, provider.key_name)
-        if provider
-        else (OFFICIAL_BASE_URL, "OPENAI_API_KEY")
-    )
+    if provider:
+        return provider.base_url, provider.key_name
+    return OFFICIAL_BASE_URL, "OPENAI_API_KEY"
 
 
 def load_settings(mode: str | None = None, environ: Mapping[str, str] | None = None) -> Settings:
@@ -505,22 +390,17 @@ def load_settings(mode: str | None = None, environ: Mapping[str, str] | None = N
     Example: load_settings(mode="live").model  ->  "gpt-5-mini" unless OPENAI_MODEL is set
     """
     environ = dict(os.environ if environ is None else environ)
-    shown, note, env = _env_file(environ)
+    env, note = checked_env_file(environ, REPO_ROOT, SETTING_NAMES, KEY_NAMES)
     got, where = {}, {}
     for s in SETTINGS:
-        name, (raw, where[s.field]) = s.name, _find(s.name, environ, shown, env)
+        name, (raw, where[s.field]) = s.name, env.find(s.name, environ)
         if s.field == "mode" and mode is not None:  # connect(mode=...) wins over both
             name, raw, where["mode"] = "mode", mode, None
-        if raw is None:
-            got[s.field] = s.default(got) if callable(s.default) else s.default
-        else:
-            got[s.field] = s.read(raw)
-            if got[s.field] is None:
-                raise _unusable(name, s.shown(raw), where[s.field], PROBLEMS[s.name])
+        got[s.field] = s.value(raw, got, name, where[s.field])
         if s.then:
             s.then(got, where[s.field])
     base_url, key_name = _endpoint(got["provider"], got["base_url"])
-    key, key_source = _find(key_name, environ, shown, env)
+    key, key_source = env.find(key_name, environ)
     return Settings(
         mode=got["mode"],
         model=got["model"],
@@ -530,10 +410,10 @@ def load_settings(mode: str | None = None, environ: Mapping[str, str] | None = N
         key_source=key_source,
         timeout=got["timeout"],
         max_retries=got["max_retries"],
-        env_file=shown,
+        env_file=env.shown,
         env_note=note,
         read_key=lambda: key,
-        ignored=tuple(n for n in ("OPENAI_BASE_URL",) if _find(n, environ, shown, env)[0]),
+        ignored=tuple(n for n in ("OPENAI_BASE_URL",) if env.find(n, environ)[0]),
         provider=got["provider"].name if got["provider"] else None,
         cassette_dir=got["cassette_dir"],
     )
