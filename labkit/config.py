@@ -1,14 +1,12 @@
 """Settings, the offline/live switch, where keys are set, and the data folders.
 
-Built in 01_setup. Settings come from the shell and from a `.env` file (the shell wins); each is
-checked as it is loaded (one table, SETTINGS), and a problem names the variable, where it was set
-and the fix. No key is printed, logged or stored by labkit: `redact()` scrubs every configured key
-(shell and .env, any length) with labkit.keys, which also says what is wrong with a key. The
-explanation of failures lives beside the errors it explains (labkit.errors).
-
-Provider presets (`LABKIT_PROVIDER`) name an endpoint, its API and its own key variable.
-Deliberately left out: config files other than .env, per-project profiles, proxy settings,
-Azure/OpenAI organisations. A stray OPENAI_BASE_URL is ignored on purpose (see `load_settings`).
+Built in 01_setup. Settings come from the shell and from a `.env` file (labkit.envfile reads it;
+the shell wins); each is checked as it is loaded, one row of SETTINGS each, and a problem names
+the variable, where it was set and the fix. No key is printed, logged or stored by labkit:
+`redact()` scrubs every configured key (shell and .env, any length) with labkit.keys, which also
+says what is wrong with a key. Provider presets (`LABKIT_PROVIDER`) name an endpoint, its API and
+its own key variable. Deliberately left out: config files other than .env, per-project profiles,
+proxy settings, Azure/OpenAI organisations. A stray OPENAI_BASE_URL is ignored on purpose.
 """
 
 import math
