@@ -24,7 +24,7 @@ def is_placeholder(key: str) -> bool:
     return key.lower().replace("-", "").replace("_", "") in PLACEHOLDERS
 
 
-def _unusable(key: str) -> bool:
+def _bad_characters(key: str) -> bool:
     return not key.isascii() or not key.isprintable() or any(c.isspace() for c in key)
 
 
@@ -39,7 +39,7 @@ KEY_CHECKS: tuple[tuple[Callable[[str, bool], bool], str], ...] = (
         "{name} is wrapped in quotes — write {key_name}=sk-... without quotes, {fix}",
     ),
     (
-        lambda key, official: _unusable(key),
+        lambda key, official: _bad_characters(key),
         "{name} contains a space or a non-ASCII character — copy the key again, {fix}",
     ),
     (
