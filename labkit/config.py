@@ -59,7 +59,7 @@ PRESETS = (
         model="SmolLM2-135M-Instruct",
         server="llama.cpp, local: a tiny real model",
         timeout=300.0,  # 2 shared cores: a long reply or a prompt with tools can take minutes
-        max_output_tokens=512,  # a tiny model may ramble on until its context (8192) is full
+        max_output_tokens=512,  # a tiny model may ramble on until its context (8192 tokens) is full
     ),
     Provider(name="ollama", base_url="http://127.0.0.1:11434/v1", server="Ollama"),
     Provider(name="vllm", base_url="http://127.0.0.1:8000/v1", server="vLLM"),

@@ -95,7 +95,7 @@ _SECRET_NAME = re.compile(
 def secrets_from_env(environ: Mapping[str, str] | None = None) -> list[str]:
     """The values of environment variables whose names say they are secret (…_KEY, …_TOKEN, …).
 
-    Example: secrets_from_env({"GITHUB_TOKEN": "ghp_123456789", "HOME": "/home/ana"})  ->  [...]
+    Example: secrets_from_env({"GH_TOKEN": "ghp_123456789", "HOME": "/home"})  ->  ["ghp_123456789"]
     """
     environ = os.environ if environ is None else environ
     return [v for k, v in environ.items() if _SECRET_NAME.search(k) and len(v.strip()) >= 8]
