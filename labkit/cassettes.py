@@ -19,8 +19,9 @@ from importlib import metadata
 from pathlib import Path
 
 from . import errors
-from .config import load_settings, redact, secrets_from_env
+from .config import load_settings, redact
 from .errors import LabkitError, UserError
+from .keys import secrets_from_env
 from .models import (
     Completed,
     NamedModel,

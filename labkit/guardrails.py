@@ -17,9 +17,10 @@ from dataclasses import fields, is_dataclass, replace
 
 from .budget import Budget, schema_tokens
 from .cassettes import Recorder
-from .config import SHORT_KEY, configured_keys, redact, secret_pattern, secrets_from_env
+from .config import configured_keys, redact
 from .errors import LabkitError, ServiceError, UserError
 from .injection import Untrusted, detect_injection, json_strings
+from .keys import SHORT_KEY, secret_pattern, secrets_from_env
 from .loop import DEFAULT_SYSTEM, Decision, Guard, RunResult, run
 from .models import CappedModel, Model, NamedModel, ToolCall
 from .permissions import Permissions

@@ -21,13 +21,13 @@ from .config import (
     TIMEOUT_SECONDS,
     checked_retries,
     checked_timeout,
-    key_problem,
     key_required,
     load_settings,
     redact,
     shown_url,
 )
 from .errors import ServiceError, UserError, call_service
+from .keys import key_problem
 from .models import (
     Completed,
     Model,

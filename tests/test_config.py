@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from labkit import UserError, connect, doctor, load_settings, redact
-from labkit.config import DEFAULT_MODEL, OFFICIAL_BASE_URL, key_problem
+from labkit.config import DEFAULT_MODEL, OFFICIAL_BASE_URL, PROBLEMS, SETTINGS
 from labkit.errors import explain
+from labkit.keys import key_problem
 
 KEY = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789"
 
@@ -37,6 +38,38 @@ def test_quoted_value_in_env_file_is_unquoted_by_dotenv(tmp_path):
     env_file.write_text(f'OPENAI_API_KEY="{KEY}"\n')
     s = load_settings(environ={"LABKIT_ENV_FILE": str(env_file)})
     assert s.api_key == KEY and key_problem(s.api_key) is None
+
+
+def test_every_setting_in_the_table_has_its_one_problem_line():
+    assert [s.name for s in SETTINGS] == list(PROBLEMS)
+
+
+def test_the_mode_passed_in_wins_and_an_error_names_it_as_passed():
+    with pytest.raises(UserError, match=r"^mode='bogus' is not a mode — use mode=offline, live"):
+        load_settings(mode="bogus", environ={"LABKIT_ENV_FILE": "none", "LABKIT_MODE": "live"})
+
+
+def test_settings_are_checked_in_the_order_of_the_table():
+    environ = {"LABKIT_BASE_URL": "http://127.0.0.1:8000/v1", "LABKIT_TIMEOUT": "0"}
+    with pytest.raises(UserError, match="but LABKIT_API is not"):  # before LABKIT_TIMEOUT
+        load_settings(environ={"LABKIT_ENV_FILE": "none", **environ})
+
+
+@pytest.mark.parametrize(
+    "base_url, key_name",
+    [
+        ("//", "DEEPSEEK_API_KEY"),  # only slashes: as if unset
+        ("https://api.deepseek.com/v1/", "DEEPSEEK_API_KEY"),  # the preset's own, spelled out
+        ("http://127.0.0.1:8000/v1", "LABKIT_API_KEY"),  # another server: never the preset's key
+    ],
+)
+def test_a_preset_key_goes_only_to_the_preset_endpoint(base_url, key_name):
+    environ = {
+        "LABKIT_ENV_FILE": "none",
+        "LABKIT_PROVIDER": "deepseek",
+        "LABKIT_BASE_URL": base_url,
+    }
+    assert load_settings(environ=environ).key_name == key_name
 
 
 def test_missing_env_file_is_a_clear_error():

@@ -25,6 +25,7 @@ from labkit import guardrails as g
 from labkit.budget import Budget
 from labkit.embed import OpenAIEmbedder
 from labkit.errors import ToolError
+from labkit.keys import KEY_CHECKS, is_placeholder, key_problem, scrub
 from labkit.live import openai_client
 from labkit.models import ScriptedModel, call, say
 from labkit.toolbox import get_weather
@@ -306,3 +307,39 @@ def test_live_models_and_live_embeddings_get_their_client_and_its_key_check_in_o
     assert refused == [settings.key_problem()] * 4 and "wrapped in quotes" in refused[0]
     client = openai_client("sk-" + "a" * 40, base_url="http://127.0.0.1:9/v1", timeout=3)
     assert str(client.base_url).startswith("http://127.0.0.1:9/v1") and client.timeout == 3.0
+
+
+# ---------------------------------------------------------------- labkit.keys on its own
+
+
+@pytest.mark.parametrize("text", ["sk-...", "SK...", "your_key_here", "YOUR-KEY-HERE", "changeme"])
+def test_the_placeholder_of_env_example_is_known_however_it_is_written(text):
+    assert is_placeholder(text)
+
+
+def test_a_key_is_not_a_placeholder():
+    assert not is_placeholder(KEYS["OpenAI-style"])
+
+
+def test_each_key_check_says_what_is_wrong_and_where_to_fix_it():
+    assert all(
+        "{name}" in problem and "— " in problem and "{fix}" in problem for _, problem in KEY_CHECKS
+    )
+
+
+@pytest.mark.parametrize(
+    "key, first",
+    [
+        (' "sk-abc" ', "spaces"),
+        ('"sk a"', "quotes"),
+        ("sk- ...", "a space"),
+        ("sk-...", "placeholder"),
+    ],
+)
+def test_the_first_problem_in_the_order_of_the_checks_is_the_one_said(key, first):
+    assert first in key_problem(key)
+
+
+def test_scrub_replaces_the_secrets_it_is_given_and_url_credentials():
+    assert scrub("token q1w2e3r4t5y6 here", ["q1w2e3r4t5y6"]) == "token [redacted] here"
+    assert scrub("https://ana:pw@host/x?token=t1") == "https://***@host/x?token=[redacted]"
