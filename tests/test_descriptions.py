@@ -7,8 +7,11 @@ import json
 
 import pytest
 
+from labkit import connect
+from labkit.cassettes import recorded
 from labkit.labs import description_table, first_calls, load_tool_cases
 from labkit.labs.descriptions import (
+    CASSETTE,
     VARIANTS,
     described,
     load_written,
@@ -198,3 +201,48 @@ def test_a_service_failure_is_a_miss_not_a_crash():
     report = description_table(Down())
     assert all(not any(r.scores) for r in report.rows if r.policy == "by name")
     assert all(all(c is None for c in r.calls) for r in report.rows)
+
+
+# ---------------------------------------------------------------- the recording of SmolLM2
+
+
+@pytest.fixture(scope="module")
+def recorded_table():
+    model = connect(mode="replay", cassette=CASSETTE)
+    return description_table(model), model
+
+
+def test_the_recording_is_labelled_as_the_local_model():
+    header = recorded(CASSETTE).header
+    assert (header["model"], header["provider"]) == ("SmolLM2-135M-Instruct", "local")
+
+
+def test_the_table_replays_every_recorded_reply_and_no_more(recorded_table):
+    report, model = recorded_table
+    assert sum(len(r.cases) for r in report.rows) == len(recorded(CASSETTE).entries) == 162
+    assert all(calls is not None for r in report.rows for calls in r.calls)  # no service error
+
+
+def test_forced_by_name_every_reply_called_the_named_tool(recorded_table):
+    """llama.cpp enforces a named tool_choice: each forced reply is a call of that tool."""
+    report, _ = recorded_table
+    for row in (r for r in report.rows if r.policy == "by name"):
+        for case, calls in zip(row.cases, row.calls, strict=True):
+            assert calls and calls[0].name == next(iter(case["ground_truth"][0]))
+
+
+def test_what_02_says_of_the_recording_holds(recorded_table):
+    """02_tools' prose reads these off the recording: re-recorded, they must be read again."""
+    report, _ = recorded_table
+    auto = [r for r in report.rows if r.policy == "auto"]
+    assert all(not calls for r in auto for calls in r.calls)  # "called no tool" under auto
+    assert [sum(r.scores) for r in auto] == [7, 7, 7]  # the 7 questions no tool answers
+    forced = {r.variant: r for r in report.rows if r.policy == "by name"}
+    assert [sum(forced[v].scores) for v in VARIANTS] == [5, 8, 6]
+    said = {v: dict(zip((c["question"] for c in forced[v].cases), forced[v].calls, strict=True))
+            for v in VARIANTS}  # fmt: skip
+    apple = "What is Apple's stock price?"
+    assert json.loads(said["written"][apple][0].arguments) == {"ticker": "AAPL"}
+    fahrenheit = "What's the temperature in Paris in Fahrenheit?"
+    assert json.loads(said["written"][fahrenheit][0].arguments)["unit"] == "celsius"
+    assert json.loads(said["one line"][fahrenheit][0].arguments)["unit"] == "fahrenheit"

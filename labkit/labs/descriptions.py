@@ -149,5 +149,6 @@ def first_calls(report: DescriptionReport, policy: str, variant: str) -> list:
     out = []
     for case, calls in zip(row.cases, row.calls, strict=True):
         said = f"{calls[0].name}({calls[0].arguments})" if calls else "no call"
+        said = said.replace("\n", "\\n")  # a raw line break stays visible: JSON forbids it
         out.append(f"{case['question'][:44]:<44} -> {said[:70]}")
     return out
