@@ -1,6 +1,7 @@
 """labkit: the tested versions of what the notebooks build, one module per lesson.
 
-01_setup config, errors, messages, models, wire, live, trace   02_tools schema, tools, toolbox
+01_setup config, envfile, keys, providers, errors, failures, messages, models, wire, live, stream,
+cassettes, trace   02_tools schema, tools, toolbox
 03_memory memory, notes (import them as modules; command line: python -m labkit memory)
 04_loop loop, patterns   05_guardrails budget, permissions, injection, guardrails
 06_rag rag, embed, cite (import them as modules)   07_runtime runtime
@@ -15,7 +16,7 @@ __main__ (command lines). The names below are the few a notebook uses most.
 # the memory store only when a notebook asks for it
 from .budget import Budget
 from .check import check, progress
-from .config import load_settings, redact
+from .config import load_settings
 from .errors import (
     GuardrailTripped,
     LabkitError,
@@ -23,9 +24,10 @@ from .errors import (
     ServiceError,
     ToolError,
     UserError,
-    explain,
 )
+from .failures import explain
 from .guardrails import Guards, guards, run_guarded
+from .keys import redact
 from .live import ChatModel, ResponsesModel, connect, describe, request_preview
 from .loop import STOP_REASONS, Decision, Guard, RunResult, run
 from .models import (

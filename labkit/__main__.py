@@ -24,7 +24,8 @@ import urllib.request
 from importlib import metadata
 
 from .config import LOCAL_PORT, PROVIDERS, RUNTIME_DIR
-from .errors import LabkitError, UserError, explain
+from .errors import LabkitError, UserError
+from .failures import explain
 from .memory import DAY, KINDS, MemoryStore
 from .schema import check_text
 

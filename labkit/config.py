@@ -3,9 +3,9 @@
 Built in 01_setup. Settings come from the shell and from a `.env` file (labkit.envfile reads it;
 the shell wins); each is checked as it is loaded, one row of SETTINGS each, and a problem names
 the variable, where it was set and the fix. No key is printed, logged or stored by labkit:
-`redact()` scrubs every configured key (shell and .env, any length) with labkit.keys, which also
-says what is wrong with a key. Provider presets (`LABKIT_PROVIDER`) name an endpoint, its API and
-its own key variable. Deliberately left out: config files other than .env, per-project profiles,
+labkit.keys' `redact()` scrubs every configured key (shell and .env, any length), and says what
+is wrong with a key. Provider presets (`LABKIT_PROVIDER`, in labkit.providers) name an endpoint,
+its API and its own key variable. Deliberately left out: config files other than .env, per-project profiles,
 proxy settings, Azure/OpenAI organisations. A stray OPENAI_BASE_URL is ignored on purpose.
 """
 
@@ -14,106 +14,34 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
-from functools import lru_cache
 from pathlib import Path
 
-from .envfile import checked_env_file, find_env_file, read_env_file
+from .envfile import NO_ENV_FILE, REPO_ROOT, EnvFile, find_env_file, read_env_file, shown_path
 from .errors import UserError
-from .keys import QUOTES, is_placeholder, key_problem, scrub
+from .keys import configured_keys as configured_keys  # re-exported: config is where lessons look
+from .keys import key_problem
+from .keys import redact as redact
+from .providers import (
+    DEFAULT_MODEL,
+    KEY_NAMES,
+    OFFICIAL_BASE_URL,
+    PROVIDERS,
+    TIMEOUT_SECONDS,
+    Provider,
+    shown_url,
+)
+from .providers import LOCAL_PORT as LOCAL_PORT
+from .providers import PRESETS as PRESETS
 
-DEFAULT_MODEL = "gpt-5-mini"  # the one default; override with OPENAI_MODEL
-OFFICIAL_BASE_URL = "https://api.openai.com/v1"
-TIMEOUT_SECONDS = 30.0  # per request; no silent retries unless asked
 # record: live, and every reply is kept in a cassette; replay: a cassette answers, offline
 MODES = ("offline", "live", "record", "replay")
 APIS = ("responses", "chat")
 
-
-@dataclass(frozen=True, kw_only=True)
-class Provider:
-    """An endpoint preset: where it is, which API it speaks, and the one variable its key is in."""
-
-    name: str
-    base_url: str
-    api: str = "chat"
-    key_name: str = "LABKIT_API_KEY"  # its key goes to this base_url and nowhere else
-    model: str | None = None  # the default model name; None: OPENAI_MODEL must name one
-    server: str  # how a cassette's label names the server
-    timeout: float = TIMEOUT_SECONDS  # per request, unless LABKIT_TIMEOUT says otherwise
-    max_output_tokens: int | None = None  # each reply's cap when connect() is given none
-
-
-LOCAL_PORT = 8011  # `make local-model` serves SmolLM2-135M-Instruct here
-PRESETS = (
-    Provider(
-        name="openai",
-        base_url=OFFICIAL_BASE_URL,
-        api="responses",
-        key_name="OPENAI_API_KEY",
-        model=DEFAULT_MODEL,
-        server="OpenAI API",
-    ),
-    Provider(
-        name="local",
-        base_url=f"http://127.0.0.1:{LOCAL_PORT}/v1",
-        model="SmolLM2-135M-Instruct",
-        server="llama.cpp, local: a tiny real model",
-        timeout=300.0,  # 2 shared cores: a long reply or a prompt with tools can take minutes
-        max_output_tokens=512,  # a tiny model may ramble on until its context (8192 tokens) is full
-    ),
-    Provider(name="ollama", base_url="http://127.0.0.1:11434/v1", server="Ollama"),
-    Provider(name="vllm", base_url="http://127.0.0.1:8000/v1", server="vLLM"),
-    Provider(name="lmstudio", base_url="http://127.0.0.1:1234/v1", server="LM Studio"),
-    Provider(name="llamacpp", base_url="http://127.0.0.1:8080/v1", server="llama.cpp server"),
-    Provider(
-        name="deepseek",
-        base_url="https://api.deepseek.com/v1",
-        key_name="DEEPSEEK_API_KEY",
-        model="deepseek-chat",
-        server="DeepSeek API",
-    ),
-    Provider(
-        name="dashscope",
-        base_url="https://dashscope.aliyuncs.com/compatible-mode/v1",
-        key_name="DASHSCOPE_API_KEY",
-        model="qwen-plus",
-        server="DashScope (Qwen) API",
-    ),
-    Provider(
-        name="openrouter",
-        base_url="https://openrouter.ai/api/v1",
-        key_name="OPENROUTER_API_KEY",
-        server="OpenRouter",
-    ),
-)
-PROVIDERS = {p.name: p for p in PRESETS}
-# every variable a key can be set in (redact() scrubs them all)
-KEY_NAMES = tuple(dict.fromkeys(["OPENAI_API_KEY", *(p.key_name for p in PROVIDERS.values())]))
-REPO_ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = REPO_ROOT / "data"
 DOCS_DIR = DATA_DIR / "docs"  # the teaching corpus and the lab pages
 EVALS_DIR = DATA_DIR / "evals"  # frozen scenario, attack and query sets
 CASSETTE_DIR = DATA_DIR / "cassettes"  # recorded live runs, one per notebook
 RUNTIME_DIR = REPO_ROOT / ".runtime"  # git-ignored: the default stores and caches
-
-
-def shown_url(url: str) -> str:
-    """A URL safe to print: user:password and every query value masked.
-
-    Example: shown_url("http://ana:pw@127.0.0.1/v1?key=k")  ->  "http://***@127.0.0.1/v1?key=***"
-    """
-    scheme, sep, rest = str(url).partition("://")
-    if not sep:
-        scheme, rest = "", scheme
-    rest, fragment, _ = rest.partition("#")
-    rest, question, query = rest.partition("?")
-    if "@" in rest:  # a pasted password may hold "/": cut at the last "@"
-        rest = "***@" + rest.rpartition("@")[2]
-    if question:
-        rest += "?" + "&".join(
-            f"{p.partition('=')[0]}=***" if "=" in p else "***" for p in query.split("&")
-        )
-    return f"{scheme}{sep}{rest}" + ("#***" if fragment else "")
 
 
 @dataclass(frozen=True)
@@ -155,38 +83,44 @@ class Settings:
         return f"Settings({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
 
-# ---------------------------------------------------------------- keys set in .env
+# ---------------------------------------------------------------- the .env file
 
 
-@lru_cache(maxsize=16)
-def _keys_in_file(path: str, mtime_ns: int, size: int) -> tuple[str, ...]:
-    """The keys a .env file holds; read again only when the file changes."""
-    env = read_env_file(path, keys=KEY_NAMES)
-    return tuple(env.values[n] for n in KEY_NAMES if env.values.get(n)) + env.loose_keys
+def _bad_lines(shown: str, bad: tuple) -> UserError:
+    """The error for lines python-dotenv cannot parse. It never repeats one: it may hold a key."""
+    numbers, names = [str(n) for n, _ in bad], list(dict.fromkeys(name for _, name in bad if name))
+    which = f"line {numbers[0]}" if len(bad) == 1 else f"lines {', '.join(numbers)}"
+    about = f" ({', '.join(names)})" if names else ""
+    return UserError(
+        f"{shown} {which}{about} cannot be read as NAME=value, so it would be skipped "
+        "— write each setting as NAME=value on its own line, with quotes only around "
+        "the whole value (e.g. OPENAI_API_KEY=sk-...)"
+    )
 
 
-def _keys_in_env_file(path: Path | None) -> tuple[str, ...]:
-    try:
-        stat = path.stat() if path is not None else None
-    except OSError:
-        return ()
-    return _keys_in_file(str(path), stat.st_mtime_ns, stat.st_size) if stat else ()
+def checked_env_file(
+    environ: Mapping[str, str], root: Path, names: Iterable[str] = (), keys: tuple = ()
+) -> tuple[EnvFile, str]:
+    """(the .env file, why none is read): one naming no file, or unreadable, is a UserError.
 
-
-def configured_keys(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
-    """Every key the settings can name (KEY_NAMES), from the shell and from .env, as exact text.
-
-    Example: configured_keys({"LABKIT_ENV_FILE": "none", "LABKIT_API_KEY": "abc"})  ->  ("abc",)
+    Example: checked_env_file({"LABKIT_ENV_FILE": "none"}, root)[1]  ->  "not read (...)"
     """
-    environ = os.environ if environ is None else environ
-    found = [environ.get(name) or "" for name in KEY_NAMES]
-    found += _keys_in_env_file(find_env_file(environ, REPO_ROOT)[0])
-    # a key pasted with spaces or quotes is that key still: scrub it with and without them
-    forms = {
-        form for value in found for form in (value, value.strip(), value.strip().strip(QUOTES))
-    }
-    keys = [k for k in forms if k.strip() and not is_placeholder(k)]
-    return tuple(sorted(keys, key=lambda k: (-len(k), k)))
+    path, note = find_env_file(environ, root)
+    if note == NO_ENV_FILE:
+        chosen = environ["LABKIT_ENV_FILE"]
+        chosen = chosen if len(chosen) <= 80 else chosen[:80] + "..."
+        raise UserError(
+            f"LABKIT_ENV_FILE points to {chosen!r}, which is not a file — fix the path, or "
+            "unset LABKIT_ENV_FILE to use ./.env"
+        )
+    if path is None:
+        return EnvFile({}, {}), note
+    shown, env = shown_path(path, root), read_env_file(path, names, keys)
+    if env.unreadable:
+        raise UserError(f"{shown} {env.unreadable}")
+    if env.bad:
+        raise _bad_lines(shown, env.bad)
+    return EnvFile(env.values, env.lines, shown), note
 
 
 # ---------------------------------------------------------------- checking each setting
@@ -424,11 +358,3 @@ def key_required(base_url: str, key_name: str) -> bool:
     """
     # a cloud preset's own variable (DEEPSEEK_API_KEY, ...) means a hosted API too
     return base_url == OFFICIAL_BASE_URL or key_name not in ("OPENAI_API_KEY", "LABKIT_API_KEY")
-
-
-def redact(text: object, secrets: Iterable[object] = ()) -> str:
-    """Replace every configured key, each given secret, anything key-like and URL credentials.
-
-    Example: redact("Incorrect API key provided: sk-proj-abc123")  ->  "...provided: sk-***"
-    """
-    return scrub(str(text), (*configured_keys(), *secrets))

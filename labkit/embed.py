@@ -22,7 +22,8 @@ import torch
 import torch.nn.functional as F
 
 from .config import RUNTIME_DIR, load_settings
-from .errors import UserError, call_service
+from .errors import UserError
+from .failures import call_service
 from .live import openai_client
 
 MINILM_NAME = "sentence-transformers/all-MiniLM-L6-v2"

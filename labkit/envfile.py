@@ -16,8 +16,7 @@ from dotenv import find_dotenv
 from dotenv.main import resolve_variables
 from dotenv.parser import Binding, parse_stream
 
-from .errors import UserError
-
+REPO_ROOT = Path(__file__).resolve().parent.parent  # ./.env is looked for here; paths shown from it
 NO_ENV_FILE = "LABKIT_ENV_FILE names no file"
 NONE_FOUND = "none found (copy .env.example to .env)"
 
@@ -119,40 +118,3 @@ def read_env_file(path: str | Path, names: Iterable[str] = (), keys: tuple = ())
     # python-dotenv's own reading, ${VAR} interpolation too, when every line can be read
     values = dict(pairs) if bad else dict(resolve_variables(pairs, override=True))
     return EnvFile(values, lines, None, tuple(bad), "", tuple(loose))
-
-
-def _bad_lines(shown: str, bad: tuple) -> UserError:
-    """The error for lines python-dotenv cannot parse. It never repeats one: it may hold a key."""
-    numbers, names = [str(n) for n, _ in bad], list(dict.fromkeys(name for _, name in bad if name))
-    which = f"line {numbers[0]}" if len(bad) == 1 else f"lines {', '.join(numbers)}"
-    about = f" ({', '.join(names)})" if names else ""
-    return UserError(
-        f"{shown} {which}{about} cannot be read as NAME=value, so it would be skipped "
-        "— write each setting as NAME=value on its own line, with quotes only around "
-        "the whole value (e.g. OPENAI_API_KEY=sk-...)"
-    )
-
-
-def checked_env_file(
-    environ: Mapping[str, str], root: Path, names: Iterable[str] = (), keys: tuple = ()
-) -> tuple[EnvFile, str]:
-    """(the .env file, why none is read): one naming no file, or unreadable, is a UserError.
-
-    Example: checked_env_file({"LABKIT_ENV_FILE": "none"}, root)[1]  ->  "not read (...)"
-    """
-    path, note = find_env_file(environ, root)
-    if note == NO_ENV_FILE:
-        chosen = environ["LABKIT_ENV_FILE"]
-        chosen = chosen if len(chosen) <= 80 else chosen[:80] + "..."
-        raise UserError(
-            f"LABKIT_ENV_FILE points to {chosen!r}, which is not a file — fix the path, or "
-            "unset LABKIT_ENV_FILE to use ./.env"
-        )
-    if path is None:
-        return EnvFile({}, {}), note
-    shown, env = shown_path(path, root), read_env_file(path, names, keys)
-    if env.unreadable:
-        raise UserError(f"{shown} {env.unreadable}")
-    if env.bad:
-        raise _bad_lines(shown, env.bad)
-    return EnvFile(env.values, env.lines, shown), note

@@ -12,7 +12,8 @@ Left out, and what production uses: judge ensembles and calibration, fine-tuned 
 import re
 from dataclasses import dataclass
 
-from .errors import ServiceError, UserError, explain
+from .errors import ServiceError, UserError
+from .failures import explain
 from .models import user
 
 RUBRIC = """You grade an answer to a question against a reference answer.

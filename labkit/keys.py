@@ -2,7 +2,7 @@
 
 Built in 01_setup beside labkit.config, which knows where a key is set (the shell, .env) and
 hands it here: `key_problem` says what is wrong in one line and never echoes the key; `scrub`
-replaces given secrets, anything key-like and credentials in URLs (config.redact adds every
+replaces given secrets, anything key-like and credentials in URLs (redact adds every
 configured key). Deliberately left out: asking a server whether a key works (that is a request).
 """
 
@@ -10,6 +10,10 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
+from pathlib import Path
+
+from .envfile import REPO_ROOT, find_env_file, read_env_file
+from .providers import KEY_NAMES
 
 SHORT_KEY = 8  # a shorter key is scrubbed where it stands alone, not inside other words
 QUOTES = "\"'“”‘’"
@@ -145,3 +149,45 @@ def scrub(text: str, secrets: Iterable[object] = ()) -> str:
     text = _URL_CREDENTIALS.sub(r"\1***@", text)
     text = _QUERY_CREDENTIALS.sub(r"\1[redacted]", text)
     return _KEYLIKE.sub(lambda m: "sk-***" if m.group(1) else m.group(2) + "[redacted]", text)
+
+
+# ---------------------------------------------------------------- keys set in .env
+
+
+@lru_cache(maxsize=16)
+def _keys_in_file(path: str, mtime_ns: int, size: int) -> tuple[str, ...]:
+    """The keys a .env file holds; read again only when the file changes."""
+    env = read_env_file(path, keys=KEY_NAMES)
+    return tuple(env.values[n] for n in KEY_NAMES if env.values.get(n)) + env.loose_keys
+
+
+def _keys_in_env_file(path: Path | None) -> tuple[str, ...]:
+    try:
+        stat = path.stat() if path is not None else None
+    except OSError:
+        return ()
+    return _keys_in_file(str(path), stat.st_mtime_ns, stat.st_size) if stat else ()
+
+
+def configured_keys(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """Every key the settings can name (KEY_NAMES), from the shell and from .env, as exact text.
+
+    Example: configured_keys({"LABKIT_ENV_FILE": "none", "LABKIT_API_KEY": "abc"})  ->  ("abc",)
+    """
+    environ = os.environ if environ is None else environ
+    found = [environ.get(name) or "" for name in KEY_NAMES]
+    found += _keys_in_env_file(find_env_file(environ, REPO_ROOT)[0])
+    # a key pasted with spaces or quotes is that key still: scrub it with and without them
+    forms = {
+        form for value in found for form in (value, value.strip(), value.strip().strip(QUOTES))
+    }
+    keys = [k for k in forms if k.strip() and not is_placeholder(k)]
+    return tuple(sorted(keys, key=lambda k: (-len(k), k)))
+
+
+def redact(text: object, secrets: Iterable[object] = ()) -> str:
+    """Replace every configured key, each given secret, anything key-like and URL credentials.
+
+    Example: redact("Incorrect API key provided: sk-proj-abc123")  ->  "...provided: sk-***"
+    """
+    return scrub(str(text), (*configured_keys(), *secrets))

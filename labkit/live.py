@@ -26,7 +26,8 @@ from .config import (
     redact,
     shown_url,
 )
-from .errors import ServiceError, UserError, call_service
+from .errors import ServiceError, UserError
+from .failures import call_service
 from .keys import key_problem
 from .models import (
     Completed,

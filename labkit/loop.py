@@ -16,7 +16,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .errors import ServiceError, UserError, explain
+from .errors import ServiceError, UserError
+from .failures import explain
 from .models import (
     Model,
     Reply,

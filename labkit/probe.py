@@ -14,7 +14,8 @@ import sys
 from importlib import metadata
 
 from .config import REPO_ROOT, key_required, load_settings, shown_url
-from .errors import LabkitError, UserError, explain
+from .errors import LabkitError, UserError
+from .failures import explain
 from .live import ChatModel, ResponsesModel
 from .models import (
     Message,

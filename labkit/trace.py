@@ -15,6 +15,8 @@ import json
 import time
 from dataclasses import dataclass, field
 
+from .keys import redact
+
 
 @dataclass
 class Event:
@@ -228,7 +230,7 @@ def to_otel(
 
     One invoke_agent span holds a chat span per model turn (gen_ai.request.model, token usage) and
     an execute_tool span per tool call (gen_ai.tool.name; error.type when it failed). Every text
-    passes through config.redact(secrets); arguments, results and words only with content=True.
+    passes through keys.redact(secrets); arguments, results and words only with content=True.
     Exported to `path` (JSON lines), `console` (a stream) and any `exporters` (e.g. OTLP). The
     trace keeps durations, not start times: spans are laid end to end from start_ns (default now).
     Example: spans = to_otel(result.trace, model="gpt-5-mini", path="spans.jsonl")
@@ -238,8 +240,6 @@ def to_otel(
     from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
     from opentelemetry.trace import SpanKind, Status, StatusCode, set_span_in_context
-
-    from .config import redact  # here: config imports errors, which imports this module
 
     def clean(value):  # no key reaches a span, whatever the trace holds
         return redact(value, secrets) if isinstance(value, str) else value

@@ -8,7 +8,7 @@ import pytest
 
 from labkit import UserError, connect, doctor, load_settings, redact
 from labkit.config import DEFAULT_MODEL, OFFICIAL_BASE_URL, PROBLEMS, SETTINGS
-from labkit.errors import explain
+from labkit.failures import explain
 from labkit.keys import key_problem
 
 KEY = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789"

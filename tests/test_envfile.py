@@ -3,7 +3,8 @@
 import pytest
 
 from labkit import UserError
-from labkit.envfile import EnvFile, checked_env_file, find_env_file, read_env_file
+from labkit.config import checked_env_file
+from labkit.envfile import EnvFile, find_env_file, read_env_file
 
 
 def written(tmp_path, text):

@@ -9,7 +9,8 @@ import pytest
 
 import labkit.__main__ as cli
 from labkit import cite
-from labkit.errors import LabkitError, UserError, describe_failure, explain
+from labkit.errors import LabkitError, UserError
+from labkit.failures import describe_failure, explain
 from labkit.memory import MemoryStore, memory_tools
 from labkit.notes import NoteBook
 from labkit.runtime import OperationStore, operation_id
