@@ -5,8 +5,9 @@ the shell wins); each is checked as it is loaded, one row of SETTINGS each, and 
 the variable, where it was set and the fix. No key is printed, logged or stored by labkit:
 labkit.keys' `redact()` scrubs every configured key (shell and .env, any length), and says what
 is wrong with a key. Provider presets (`LABKIT_PROVIDER`, in labkit.providers) name an endpoint,
-its API and its own key variable. Deliberately left out: config files other than .env, per-project profiles,
-proxy settings, Azure/OpenAI organisations. A stray OPENAI_BASE_URL is ignored on purpose.
+its API and its own key variable. Deliberately left out: config files other than .env,
+per-project profiles, proxy settings, Azure/OpenAI organisations. A stray OPENAI_BASE_URL is
+ignored on purpose.
 """
 
 import math
