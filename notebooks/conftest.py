@@ -1,8 +1,10 @@
 """pytest setup for running notebooks on their own, from any folder (`pytest 03_memory.ipynb`).
 
-The same offline, key-free environment and network guard as tests/ (tests/offline_env.py): your own
-.env or a live LABKIT_MODE never changes what the stored outputs are compared with. Not a lesson file.
+The same offline, key-free environment and network guard as tests/ (tests/offline_env.py): your
+own .env or a live LABKIT_MODE never changes what the stored outputs are compared with. Not a lesson
+file.
 """
+
 import sys
 from pathlib import Path
 
