@@ -325,7 +325,7 @@ def facts(text: str) -> list[str]:
 
     Example: facts("Booking HX-4471, 6 rooms at 08:04")  ->  ["HX-4471", "6", "08:04"]
     """
-    seen = {}
+    seen: dict[str, str] = {}
     for fact in FACT.findall(text):
         seen.setdefault(fact.replace(",", ""), fact)
     return list(seen.values())
