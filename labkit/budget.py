@@ -239,7 +239,7 @@ class Budget(Guard):
                 f"may need {need + reserve:,} — raise max_tokens or narrow the task"
             )
             return Decision("stop", "budget_exhausted", said)
-        next_cost = estimated_cost(self.model, need, reserve)
+        next_cost = estimated_cost(self.model, need, reserve) or 0
         if self.max_cost is not None and self.cost + next_cost > Fraction(str(self.max_cost)):
             said = (
                 f"cost budget: ${float(self.cost):.6f} of ${self.max_cost:.6f} used and the "

@@ -132,7 +132,7 @@ def split_turns(messages) -> list[list]:
 
     Example: [len(t) for t in split_turns([user("hi"), call_message, output])]  ->  [1, 2]
     """
-    turns = []
+    turns: list[list] = []
     for m in messages:
         if m.role == "system":
             continue

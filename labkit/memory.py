@@ -526,16 +526,18 @@ def memory_tools(
             content: one sentence, e.g. 'Prefers metric units'
             importance: 0 (trivia) to 1 (essential)
         """
-        fields = dict(id=id, kind=kind, importance=importance, source="assistant", confirmed=True)
+        fields: dict[str, Any] = dict(
+            id=id, kind=kind, importance=importance, source="assistant", confirmed=True
+        )
         record = asdict(Record(tenant, content, **fields))
         if problems := record_problems(record):  # fixed by the model before anyone is asked
             raise ToolError("memory not stored: " + "; ".join(problems.values()), "invalid_record")
         old = store.get(tenant, id)
-        replacing = old is not None and old.content != content.strip()
-        _ask(confirm, old if replacing else None, content.strip())
+        replaced = old if old is not None and old.content != content.strip() else None
+        _ask(confirm, replaced, content.strip())
         # the words are the model's ("assistant"); only when the person chose them over their
         # own words are they the person's ("user"), protected like the value they replace
-        if replacing and old.source == "user":
+        if replaced is not None and replaced.source == "user":
             record["source"] = "user"
         # no lock is held while the person answers; a write by another process in that gap is
         # judged by resolve() like any other
