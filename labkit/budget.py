@@ -105,9 +105,8 @@ class Budget(Guard):
     max_input_tokens: int = 8_000  # one call's input: more is rejected before the model sees it
     max_output_tokens: int = 512  # reserved per call: the most one reply may add
     model: str = DEFAULT_MODEL  # whose prices, and whose tokenizer counts
-    watch: Callable[[str], object] | None = (
-        None  # called with meter_line() after each turn, e.g. print
-    )
+    # called with meter_line() after each turn, e.g. print
+    watch: Callable[[str], object] | None = None
     turns: int = field(default=0, init=False)
     calls: int = field(default=0, init=False)
     tokens: int = field(default=0, init=False)
