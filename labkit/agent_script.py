@@ -99,13 +99,14 @@ def main(db: str = "memory.sqlite3", tenant: str = "me") -> None:
     Example: main("memory.sqlite3")   # or, from the repository: python -m labkit agent
     """
     model = labkit.connect(script=SCRIPT)
-    live = not isinstance(model, labkit.ScriptedModel)
+    script = model if isinstance(model, labkit.ScriptedModel) else None
+    live = script is None
     print(labkit.describe(model) if live else OFFLINE)
     with MemoryStore(db) as store:
         remember, recall = memory_tools(store, tenant, confirm=ask)
         tools = [wikipedia(live), days_between, remember, recall]
-        history = []
-        while (live or model.unused()) and (task := ask("you>").strip()):
+        history: list = []
+        while (script is None or script.unused()) and (task := ask("you>").strip()):
             result = labkit.run_guarded(
                 task, model, tools, max_risk="high", history=history,
                 approve=lambda call, tool: ask(approval_question(call, tool)),
@@ -114,7 +115,7 @@ def main(db: str = "memory.sqlite3", tenant: str = "me") -> None:
             for done in result.completed:
                 print(f"  ran {done}")
             print(f"agent> {result.answer or f'[{result.status}] {result.next_step}'}")
-    if not live and not model.unused():
+    if script is not None and not script.unused():
         print("That was the whole script.")
 
 

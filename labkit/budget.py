@@ -12,6 +12,7 @@ price lists.
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -104,7 +105,8 @@ class Budget(Guard):
     max_input_tokens: int = 8_000  # one call's input: more is rejected before the model sees it
     max_output_tokens: int = 512  # reserved per call: the most one reply may add
     model: str = DEFAULT_MODEL  # whose prices, and whose tokenizer counts
-    watch: object = None  # called with meter_line() after each turn, e.g. print
+    # called with meter_line() after each turn, e.g. print
+    watch: Callable[[str], object] | None = None
     turns: int = field(default=0, init=False)
     calls: int = field(default=0, init=False)
     tokens: int = field(default=0, init=False)
@@ -115,7 +117,7 @@ class Budget(Guard):
     tool_tokens: int = field(default=0, init=False)  # schema_tokens(tools), set by run_guarded
     calibrated: bool = field(default=False, init=False)  # a reply's own usage has set the scale
     delegated: int = field(default=0, init=False)  # tokens charged by sub-agents (labkit.agents)
-    _run: object = field(default=None, init=False, repr=False)
+    _run: RunResult | None = field(default=None, init=False, repr=False)
     # (raw estimate, scaled) for the call
     _asked: tuple = field(default=(0, 0), init=False, repr=False)
     _seen: Usage = field(default_factory=Usage, init=False, repr=False)
@@ -236,7 +238,7 @@ class Budget(Guard):
                 f"may need {need + reserve:,} — raise max_tokens or narrow the task"
             )
             return Decision("stop", "budget_exhausted", said)
-        next_cost = estimated_cost(self.model, need, reserve)
+        next_cost = estimated_cost(self.model, need, reserve) or 0
         if self.max_cost is not None and self.cost + next_cost > Fraction(str(self.max_cost)):
             said = (
                 f"cost budget: ${float(self.cost):.6f} of ${self.max_cost:.6f} used and the "

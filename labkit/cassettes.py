@@ -38,8 +38,8 @@ from .trace import clip
 
 FORMAT = 1  # the header's "cassette" field: which layout the lines follow
 MAX_BYTES = 50_000_000  # a cassette larger than this is refused, never read whole
-_started = set()  # cassettes this process began recording (later connects append to them)
-_cursor = {}  # cassette path -> where the last replaying model left off
+_started: set = set()  # cassettes this process began recording (later connects append to them)
+_cursor: dict = {}  # cassette path -> where the last replaying model left off
 
 
 def scrubbed(value, secrets=None):
@@ -386,12 +386,14 @@ class Replayer:
         tool_choice: str = "auto",
     ) -> Iterator[StreamEvent]:
         """The recorded reply as stream events, word by word."""
-        options = dict(
+        reply = self.respond(
+            messages,
+            tools,
             max_output_tokens=max_output_tokens,
             output_schema=output_schema,
             tool_choice=tool_choice,
         )
-        yield from stream_reply(self.respond(messages, tools, **options))
+        yield from stream_reply(reply)
 
     def _difference(self, index, request) -> str:
         """Where a request departs from recorded reply `index`, and how to fix it."""

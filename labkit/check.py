@@ -198,6 +198,7 @@ def differential(fn, task: Task):
     from hypothesis import HealthCheck, find, settings
     from hypothesis.errors import NoSuchExample
 
+    assert task.inputs is not None, "differential needs a task with generated inputs"
     compare = task.compare or (lambda got, expected: got == expected)
     tried = [0]
 

@@ -117,7 +117,8 @@ def build_context(
             f"the rules and the task alone need {used} tokens but budget={budget} — raise the "
             "budget or shorten the rules"
         )
-    left_out, kept = [], []
+    left_out: list = []
+    kept: list = []
     for item in evidence:
         chunk = getattr(item, "chunk", item)  # a Hit or a Chunk
         block = Block(
@@ -128,7 +129,8 @@ def build_context(
         else:
             kept.append(block)
             used += block.tokens
-    recent, dropped = [], 0
+    recent: list = []
+    dropped = 0
     for entry in reversed(list(history)):
         text = (
             f"Earlier {entry.role}: {entry.content}"

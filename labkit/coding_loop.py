@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from . import loop
 from .agents import SUB_SYSTEM, Agent, Parent
 from .config import DEFAULT_MODEL
-from .context import build, compact
+from .context import Report, build, compact
 from .loop import Decision, RunResult
 from .models import system as system_message
 from .models import user
@@ -37,7 +37,7 @@ def batches(calls, parallel=PARALLEL) -> list[list]:
 
     Example: [len(b) for b in batches([read, grep, patch, read])]  ->  [2, 1, 1]
     """
-    groups = []
+    groups: list = []
     for call in calls:
         if call.name in parallel and groups and groups[-1][0].name in parallel:
             groups[-1].append(call)
@@ -219,9 +219,9 @@ class CodingContext:
         self.rules, self.map = rules, repo_map(ws)
         self.threshold, self.keep_last, self.summarize = threshold, keep_last, summarize
         self.before_compact, self.budget, self.model = list(before_compact), budget, model
-        self.read = {}  # path -> line ranges read, in order
-        self.compactions = []  # context.Compaction, one per compaction
-        self.report = None  # the last build's report: what the system message kept
+        self.read: dict = {}  # path -> line ranges read, in order
+        self.compactions: list = []  # context.Compaction, one per compaction
+        self.report: Report | None = None  # the last build's report: what the system message kept
 
     def files_read(self) -> str:
         """The note of files read: "pantry/units.py lines 14-28, all; ..." or "none yet"."""

@@ -132,7 +132,7 @@ def split_turns(messages) -> list[list]:
 
     Example: [len(t) for t in split_turns([user("hi"), call_message, output])]  ->  [1, 2]
     """
-    turns = []
+    turns: list[list] = []
     for m in messages:
         if m.role == "system":
             continue
@@ -325,7 +325,7 @@ def facts(text: str) -> list[str]:
 
     Example: facts("Booking HX-4471, 6 rooms at 08:04")  ->  ["HX-4471", "6", "08:04"]
     """
-    seen = {}
+    seen: dict[str, str] = {}
     for fact in FACT.findall(text):
         seen.setdefault(fact.replace(",", ""), fact)
     return list(seen.values())

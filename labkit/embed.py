@@ -322,7 +322,7 @@ def _best_of_each(scores, k: int) -> list:
 
 # faiss's distance_compute_blas_threshold: below it a threaded BLAS call costs more than it saves
 BLAS_FROM = 20
-_LAST = {}  # the last matrix searched and its row norms: an index is searched many times
+_LAST: dict = {}  # the last matrix searched and its row norms: an index is searched many times
 
 
 def row_norms(matrix):
@@ -362,7 +362,7 @@ def mmr(query, vectors, k: int, diversity: float = 0.5) -> list[int]:
             "use the same model for both"
         )
     relevance, similarity = matrix @ query, matrix @ matrix.T
-    chosen = []
+    chosen: list[int] = []
     for _ in range(min(k, matrix.shape[0])):
         redundancy = (
             similarity[:, chosen].max(dim=1).values if chosen else torch.zeros_like(relevance)

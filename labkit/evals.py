@@ -146,7 +146,7 @@ def _type_rule(where, value, options, schema, types) -> bool:
 
 def _items_typed(value, options, item, bfcl) -> bool:
     """BFCL's item rule: each item of the doc's item type, or of an allowed list's item type."""
-    lists = options if bfcl else [o for o in options if isinstance(o, list)] or [None]
+    lists: list = options if bfcl else [o for o in options if isinstance(o, list)] or [None]
     return any(
         not isinstance(o, list) or all(type(v) in (item, _written_type(o)) for v in value)
         for o in lists
@@ -243,7 +243,7 @@ def _failure(call, name, allowed, docs, types=TYPES):
 def _pairing(fits) -> list:
     """For each expected call a distinct matching call (index), or None: a maximum matching by
     augmenting paths, so no order of the calls is preferred. fits[i][j] is None when j fits i."""
-    owner = {}  # call -> the expected call it is paired with
+    owner: dict[int, int] = {}  # call -> the expected call it is paired with
 
     def place(i, seen):
         for j, problem in enumerate(fits[i]):

@@ -11,7 +11,7 @@ client (`openai_client` makes every one). The JSON bodies and reply readers are 
 `doctor()` and `probe()` are in probe.py. Left out: images and audio, async, automatic retries.
 """
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from . import cassettes
 from .config import (
@@ -103,6 +103,23 @@ def openai_client(
 
 class _LiveModel:
     """What both adapters share: settings, sending, turning SDK failures into labkit errors."""
+
+    # each adapter sets these for its API
+    _streaming: dict  # the body fields that ask for a stream
+    _read: Callable[..., Iterator[StreamEvent]]  # (stream, parse) -> the stream's events
+
+    def request_preview(
+        self,
+        messages: list,
+        tools=(),
+        max_output_tokens: int | None = None,
+        output_schema: OutputSchema | None = None,
+        tool_choice: str = "auto",
+    ) -> dict:
+        raise NotImplementedError  # each adapter builds its API's body
+
+    def _parse(self, data) -> Reply:
+        raise NotImplementedError  # each adapter reads its API's reply
 
     def __init__(
         self,

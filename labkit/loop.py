@@ -15,6 +15,7 @@ async and parallel tool execution, durable state (07_runtime).
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from .errors import ServiceError, UserError
 from .failures import explain
@@ -221,7 +222,9 @@ def model_turn(
     Example: reply = model_turn(result, model, list(registry), started, clock)
     """
     run.turns += 1
-    options = {} if max_output_tokens is None else {"max_output_tokens": max_output_tokens}
+    options: dict[str, Any] = {}
+    if max_output_tokens is not None:
+        options["max_output_tokens"] = max_output_tokens
     if tool_choice != "auto":
         options["tool_choice"] = tool_choice
     if stream and not isinstance(model, StreamingModel):
@@ -232,6 +235,7 @@ def model_turn(
     asked = clock()
     try:
         if stream:
+            assert isinstance(model, StreamingModel)  # a model that cannot stream is refused above
             watch = stream if callable(stream) else None
             reply = collect(model.stream(run.messages, tools, **options), watch)
         else:

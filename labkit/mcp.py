@@ -307,6 +307,7 @@ class Connection:
         from mcp import MCPError
         from mcp.types import CONNECTION_CLOSED
 
+        failure: BaseException  # closes the connection, unless a ToolError (one refused request)
         with self._lock:  # one request at a time: the API is synchronous anyway
             if self._runner is None:
                 raise UserError(
@@ -389,7 +390,8 @@ class Connection:
 
         Example: with stdio([sys.executable, "-m", "mcp_server_time"]) as time: time.tools()
         """
-        listed, cursor = [], None
+        listed: list = []
+        cursor = None
         for _ in range(100):  # pages: a server that never stops paging cannot hang this
             page = self.sdk(lambda c, at=cursor: c.list_tools(cursor=at), "tools/list")
             listed, cursor = listed + list(page.tools), page.next_cursor
@@ -402,7 +404,8 @@ class Connection:
                 f"your policy names {', '.join(unknown)}, which {self.name} does not list — its "
                 f"tools: {', '.join(listing) or 'none'}"
             )
-        tools, refused, optional = [], _look_alikes(listing), {}
+        tools, refused = [], _look_alikes(listing)
+        optional: dict = {}
         changed = changed_tools(self.pins, listed)
         pins = {**{t.name: pin(t) for t in listed}, **self.pins}  # the approved pin stays
         for name, listed_tool in listing.items():
@@ -490,7 +493,8 @@ class Connection:
 
 def _look_alikes(listing) -> dict:
     """Refusals for tools whose names differ only by case or look-alike characters: both go."""
-    seen, refused = {}, {}
+    seen: dict = {}
+    refused: dict = {}
     for name in listing:
         twin = seen.setdefault(look_alike(name), name)
         if twin != name:

@@ -8,9 +8,11 @@ surfaced, never an expired item or another tenant's. `recall` ranks by (relevanc
 Deliberately left out: embeddings (06_rag), encryption at rest, power-loss durability.
 """
 
-# MemoryStore.list would shadow the built-in list in the annotations of the methods after it
+# MemoryStore.list would shadow the built-in list in the annotations of the methods after it:
+# at run time (hence this import) and for the type checker (hence builtins.list there)
 from __future__ import annotations
 
+import builtins
 import heapq
 import json
 import sqlite3
@@ -248,9 +250,10 @@ class MemoryStore:
         content = r.content.strip()
         status, reason = resolve(old, r.source, content, now)
         if status == "kept":
+            assert old is not None  # resolve keeps only a stored memory
             return WriteResult("kept", old, old, f"kept {old.content!r}, not {content!r}: {reason}")
         # the same words, repeated by the assistant, stay the user's
-        keeps_user = status == "unchanged" and old.source == "user"
+        keeps_user = status == "unchanged" and old is not None and old.source == "user"
         memory = Memory(
             id=r.id or self._next_id(db, r.tenant),
             tenant=r.tenant,
@@ -266,6 +269,7 @@ class MemoryStore:
         if status != "replaced":
             self._save(db, key, memory, None, now)
             return WriteResult(status, memory, old, reason or "remembered")
+        assert old is not None  # resolve replaces only a stored memory
         self._save(db, key, memory, old, now)
         message = f"replaced {old.content!r} with {content!r}: {reason}"
         return WriteResult(status, memory, old, message)
@@ -347,7 +351,7 @@ class MemoryStore:
             (tenant, self.clock()),
         ).fetchone()[0]
 
-    def history(self, tenant: str, id: str) -> list[dict]:
+    def history(self, tenant: str, id: str) -> builtins.list[dict]:
         """The values this memory had before, oldest first.
         Example: store.history("ana", "units")"""
         tenant, id = checked_tenant(tenant), checked_id(id)
@@ -362,7 +366,7 @@ class MemoryStore:
 
     def recall(
         self, tenant: str, query: str, limit: int = 5, half_life_days: float = HALF_LIFE_DAYS
-    ) -> list[Hit]:
+    ) -> builtins.list[Hit]:
         """The memories most worth showing for a query, best first, with why they scored.
 
         Example: [h.memory.content for h in store.recall("ana", "which units?")]
@@ -440,7 +444,7 @@ class MemoryStore:
         older_than_days: float | None = None,
         keep: int | None = None,
         half_life_days: float = HALF_LIFE_DAYS,
-    ) -> list[str]:
+    ) -> builtins.list[str]:
         """Delete by importance, by age, or down to `keep` memories (lowest priority first).
         Returns the ids it deleted.
 
@@ -522,16 +526,18 @@ def memory_tools(
             content: one sentence, e.g. 'Prefers metric units'
             importance: 0 (trivia) to 1 (essential)
         """
-        fields = dict(id=id, kind=kind, importance=importance, source="assistant", confirmed=True)
+        fields: dict[str, Any] = dict(
+            id=id, kind=kind, importance=importance, source="assistant", confirmed=True
+        )
         record = asdict(Record(tenant, content, **fields))
         if problems := record_problems(record):  # fixed by the model before anyone is asked
             raise ToolError("memory not stored: " + "; ".join(problems.values()), "invalid_record")
         old = store.get(tenant, id)
-        replacing = old is not None and old.content != content.strip()
-        _ask(confirm, old if replacing else None, content.strip())
+        replaced = old if old is not None and old.content != content.strip() else None
+        _ask(confirm, replaced, content.strip())
         # the words are the model's ("assistant"); only when the person chose them over their
         # own words are they the person's ("user"), protected like the value they replace
-        if replacing and old.source == "user":
+        if replaced is not None and replaced.source == "user":
             record["source"] = "user"
         # no lock is held while the person answers; a write by another process in that gap is
         # judged by resolve() like any other

@@ -284,8 +284,9 @@ class WorkingMemory:
                 "e.g. WorkingMemory(20, 3600)"
             )
         self.capacity, self.ttl_seconds, self.clock = capacity, ttl_seconds, clock
-        self.evicted = []  # every item pushed out by capacity, in order
-        self._items, self._ids = {}, count(1)
+        self.evicted: list = []  # every item pushed out by capacity, in order
+        self._items: dict = {}
+        self._ids = count(1)
 
     def add(
         self, content: str, *, kind: str = "note", importance: float = 0.5, confirmed: bool = False
@@ -348,7 +349,7 @@ class WorkingMemory:
         Example: wm.consolidate(store, "ana", confirm=lambda question: "yes")
         """
         tenant = checked_tenant(tenant)  # before anyone is asked anything
-        report = {"promoted": {}, "needs_confirmation": [], "not_important": []}
+        report: dict[str, Any] = {"promoted": {}, "needs_confirmation": [], "not_important": []}
         for item in self.items():
             if item.promoted_to:
                 continue

@@ -9,7 +9,9 @@ Left out: images and audio.
 """
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from .errors import UserError
 from .tokens import least_trusted
@@ -157,7 +159,7 @@ def as_tool_spec(tool) -> ToolSpec:
     """Accept a ToolSpec, a dict, or any object with name/description/parameters (a labkit Tool)."""
     if isinstance(tool, ToolSpec):
         return tool
-    get = (
+    get: Callable[..., Any] = (
         tool.get
         if isinstance(tool, dict)
         else lambda key, default=None: getattr(tool, key, default)
@@ -235,7 +237,7 @@ def choice_to_api(choice: str, api: str) -> str | dict:
 
 def check_pairing(messages: list) -> None:
     """Every tool call must be answered by exactly one tool message, right after it, by call id."""
-    waiting = {}
+    waiting: dict = {}
     for i, m in enumerate(messages, 1):  # messages are counted from 1, as people count
         if m.role not in ("system", "user", "assistant", "tool"):
             raise UserError(

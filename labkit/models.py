@@ -264,7 +264,7 @@ class ScriptedModel:
         self.steps = list(steps)
         self.enforce_schema, self.enforce_tool_choice = enforce_schema, enforce_tool_choice
         self.position = 0
-        self.seen = []
+        self.seen: list = []
         self.count_as = count_as  # whose tokenizer counts this script's usage; None: estimate
         self.usage = Usage(source=count_source(count_as))
         self.max_output_tokens = None  # None: no cap; else replies are cut to fit, as a server does
@@ -339,8 +339,14 @@ class ScriptedModel:
         tool_choice: str = "auto",
     ) -> Iterator[StreamEvent]:
         """The next step as stream events, word by word. Example: collect(model.stream(msgs))"""
-        options = dict(max_output_tokens=max_output_tokens, output_schema=output_schema)
-        yield from stream_reply(self.respond(messages, tools, **options, tool_choice=tool_choice))
+        reply = self.respond(
+            messages,
+            tools,
+            max_output_tokens=max_output_tokens,
+            output_schema=output_schema,
+            tool_choice=tool_choice,
+        )
+        yield from stream_reply(reply)
 
     def _capped(self, step, cap):
         """(text, calls, status, reason) as a server with max_output_tokens returns them: the

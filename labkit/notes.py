@@ -12,6 +12,7 @@ attachments, history of edits (use git), ranking beyond keyword overlap.
 # NoteBook.list would shadow the built-in list in the annotations of the methods after it
 from __future__ import annotations
 
+import builtins  # the list type, in NoteBook where `list` names a method
 import os
 import re
 import time
@@ -52,7 +53,7 @@ def slug(title: str, limit: int = 60) -> str:
     return "-".join(re.findall(r"[a-z0-9]+", ascii_text))[:limit].strip("-") or "untitled"
 
 
-def _clean(title, type, tags):
+def _clean(title, type, tags) -> tuple[str, list[str]]:
     # split/join, so no newline can reach the front matter or the index
     title = " ".join(check_text(str(title), "title", UserError).split())
     if not title or len(title) > MAX_TITLE:
@@ -223,7 +224,7 @@ class NoteBook:
             if (type is None or n.type == type) and (tag is None or tag.lower() in n.tags)
         ]
 
-    def search(self, query: str, limit: int = 5) -> list[tuple[float, Note]]:
+    def search(self, query: str, limit: int = 5) -> builtins.list[tuple[float, Note]]:
         """Notes sharing keywords with the query, best first, as (relevance, note).
         Example: book.search("billing")"""
         if not isinstance(query, str):

@@ -65,8 +65,8 @@ def parse_react(text: str) -> ReactStep:
     """
     text = re.sub(r"```[A-Za-z]*", "", text or "")
     text = re.split(r"(?im)^\s*observation\s*:", text)[0]  # what follows is invented
-    thought = re.search(r"(?im)^\s*thought\s*:\s*(.*)$", text)
-    thought = thought.group(1).strip() if thought else ""
+    said = re.search(r"(?im)^\s*thought\s*:\s*(.*)$", text)
+    thought = said.group(1).strip() if said else ""
     action = re.search(r"(?im)^\s*action\s*:\s*[`'\"]?([A-Za-z0-9_-]+)", text)
     finish = re.search(r"(?is)\bfinish\s*\[(.*)\]", text) or re.search(
         r"(?is)final answer\s*:\s*(.+)", text

@@ -86,7 +86,7 @@ class Permissions(Guard):
             )
             return Decision("refuse", "not_permitted", said)
         hosts = outbound(run.messages, call, tool)  # None unless data leaves after untrusted text
-        listed = bool(hosts) and all(allow_listed(h, self.allowed_hosts) for h in hosts)
+        listed = bool(hosts and all(allow_listed(h, self.allowed_hosts) for h in hosts))
         if tool.risk != "high" and (hosts is None or listed):
             said = f"{tool.name} is {tool.risk} risk, within max_risk {self.max_risk}"
             reason = "allow_listed" if listed else "within_risk"

@@ -231,7 +231,7 @@ def bm25_naive(
     """
     n = len(docs_tokens)
     avg_len = sum(map(len, docs_tokens)) / n or 1.0
-    df = {}
+    df: dict[str, int] = {}
     for doc in docs_tokens:
         for token in set(doc):
             df[token] = df.get(token, 0) + 1
@@ -332,7 +332,8 @@ def rrf(rankings: list, k: float = 60) -> list[tuple]:
     Ties go to the id seen first. Example: rrf([["a", "b"], ["b"]])
                                            ->  [("b", 0.0325...), ("a", ...)]
     """
-    scores, first_seen = {}, {}
+    scores: dict = {}
+    first_seen: dict = {}
     for ranking in rankings:
         unique = list(dict.fromkeys(ranking))  # subtle: dedupe before ranking
         for rank, item in enumerate(unique, 1):

@@ -99,6 +99,12 @@ class Operation:
     result: dict | None  # what dispatch returned or reconcile found; None while in flight
 
 
+def _from_row(row) -> Operation:
+    """An operations row (operation_id, tool, arguments, status, result JSON) as an Operation."""
+    operation_id, tool, arguments, status, result = row
+    return Operation(operation_id, tool, arguments, status, json.loads(result) if result else None)
+
+
 class OperationStore:
     """One SQLite row per operation; every write is committed (and fsynced) before it returns.
 
@@ -132,7 +138,7 @@ class OperationStore:
         row = self.db.execute(
             "SELECT * FROM operations WHERE operation_id = ?", (operation_id,)
         ).fetchone()
-        return None if row is None else Operation(*row[:4], json.loads(row[4]) if row[4] else None)
+        return None if row is None else _from_row(row)
 
     def claim(self, operation_id: str, tool: str, arguments: str) -> bool:
         """Insert the operation as in_flight. False when the id exists: someone claimed it first."""
@@ -157,10 +163,10 @@ class OperationStore:
     def operations(self, status: str | None = None) -> list[Operation]:
         """Every operation, or those in one status, in the order they were first stored."""
         rows = self.db.execute(
-            "SELECT operation_id FROM operations WHERE ? IS NULL OR status = ? ORDER BY rowid",
+            "SELECT * FROM operations WHERE ? IS NULL OR status = ? ORDER BY rowid",
             (status, status),
         ).fetchall()
-        return [self.get(op) for (op,) in rows]
+        return [_from_row(row) for row in rows]
 
     def close(self) -> None:
         self.db.close()
@@ -507,6 +513,7 @@ def reduce(state: State, event) -> State:
         why = None
     if why:
         return replace(state, rejected=state.rejected + ((event.kind, why),))
+    assert after is not None  # no transition sets why above
     if event.kind == "tool_requested":
         return replace(state, phase=after, pending=op)
     if event.kind in ("tool_succeeded", "tool_failed", "reconciled"):

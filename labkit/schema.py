@@ -10,6 +10,7 @@ Deliberately left out: most of JSON Schema (production uses the jsonschema libra
 
 import json
 import math
+from typing import Any
 
 from .errors import ModelBehaviorError, UserError
 
@@ -57,7 +58,9 @@ def _no_constant(name):
     raise ArgumentError(f"{name} is not valid JSON — send a finite number or null", "invalid_json")
 
 
-_HOOKS = dict(object_pairs_hook=_no_duplicates, parse_float=_finite, parse_constant=_no_constant)
+_HOOKS: dict[str, Any] = dict(
+    object_pairs_hook=_no_duplicates, parse_float=_finite, parse_constant=_no_constant
+)
 
 
 def parse_arguments(text: str) -> dict:
@@ -161,6 +164,7 @@ def required_id(value, name: str, how: str) -> str:
     (how to make a proper one). Ids, tenants, principals and scopes all pass through here.
     Example: required_id("ana", "tenant", "pass tenant='ana'")  ->  "ana"
     """
+    what: str | None
     if value is None:
         what = f"{name} is missing"
     elif not isinstance(value, str):
@@ -375,7 +379,7 @@ def validate_arguments(arguments, schema: dict, path: str = "arguments") -> None
         raise ArgumentError("; ".join(problems[:3]) + more)
 
 
-def normalize_arguments(value, schema: dict):
+def normalize_arguments(value, schema: dict | None):
     """Valid arguments in one form: a whole-number float becomes an int where that is the type.
 
     JSON does not tell 30 from 30.0, and validation accepts both as an integer (as JSON Schema

@@ -11,6 +11,7 @@ Left out: SWE-bench's per-repository containers and log parsers; here one reposi
 import json
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 
 from . import patches
@@ -144,7 +145,7 @@ def table(rows: list, priced_as: str = DEFAULT_MODEL) -> str:
     """
     head = f"{'task':10} {'kind':9} {'resolved':8} {'turns':>5} {'calls':>5} {'tokens':>6}"
     lines = [head + f" {'cost $':>9}  patch"]
-    total = 0
+    total: Fraction | int = 0
     for task, done, said in rows:
         mark = "yes" if said.resolved else "no"
         cost = estimated_cost(priced_as, done.usage.input_tokens, done.usage.output_tokens) or 0

@@ -3,7 +3,9 @@
 Outside the lessons. tasks.py writes every task in these terms; check.py runs them.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from .errors import UserError
 
@@ -40,7 +42,7 @@ class Task:
     diagnose: object = None  # (got, expected) -> a hint for this wrong value, or None
     show: object = None  # value -> how the learner sees it in "expected ..., got ..."; repr
     rules: list = field(default_factory=list)  # Rules, in teaching order
-    inputs: object = None  # () -> a hypothesis strategy of argument tuples
+    inputs: Callable[[], Any] | None = None  # () -> a hypothesis strategy of argument tuples
     examples: int = 150  # how many generated inputs the differential check tries
     show_input: object = None  # argument tuple -> how the learner sees it; repr
 

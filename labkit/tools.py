@@ -80,7 +80,8 @@ class Tool:
     fn: typing.Callable = field(repr=False)
     risk: str = "low"  # one of RISKS
     strict: bool = True  # always True: labkit only builds strict schemas
-    egress: bool | tuple = False  # False, True, or the arguments naming the destination: ("url",)
+    # False, True, or the argument(s) naming the destination: "url" or ("url",)
+    egress: bool | str | tuple = False
 
     def __post_init__(self):
         if not NAME.match(self.name or ""):

@@ -26,7 +26,8 @@ def read_output(items: list) -> tuple[str, list[ToolCall]]:
     Example: read_output([{"type": "message", "content": [{"type": "output_text", "text": "hi"}]}])
              ->  ("hi", [])
     """
-    texts, calls = [], []
+    texts: list[str] = []
+    calls: list[ToolCall] = []
     for item in items:
         if not isinstance(item, dict):
             continue  # not an item at all: nothing to read
@@ -143,7 +144,7 @@ def chat_body(
             )
         else:
             out.append({"role": m.role, "content": m.content})
-    body = {"model": model, "messages": out}
+    body: dict = {"model": model, "messages": out}
     if tools:
         body["tools"] = [to_api(t, "chat") for t in tools]
     _choose(body, tool_choice, tools, "chat")

@@ -173,7 +173,8 @@ def kill_points(trials: int, seed: int = 0) -> list[str]:
 
     Example: kill_points(6)  ->  the six DBOS_POINTS, shuffled
     """
-    rng, points = random.Random(seed), []
+    rng = random.Random(seed)
+    points: list[str] = []
     while len(points) < trials:
         points += rng.sample(DBOS_POINTS, len(DBOS_POINTS))
     return points[:trials]

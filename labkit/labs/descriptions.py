@@ -33,7 +33,7 @@ def questions(cases=None) -> list:
 
     Example: len(questions())  ->  34
     """
-    seen = {}
+    seen: dict = {}
     for case in cases if cases is not None else load_tool_cases():
         seen.setdefault((case["question"], tuple(d["name"] for d in case["functions"])), case)
     return list(seen.values())
@@ -46,7 +46,9 @@ def described(doc: dict, variant: str, written: dict) -> dict:
     """
     if variant == "one line":
         return doc
-    words = written[doc["name"]] if variant == "written" else {"description": "", "parameters": {}}
+    words: dict = (
+        written[doc["name"]] if variant == "written" else {"description": "", "parameters": {}}
+    )
     properties = {}
     for name, schema in doc["parameters"]["properties"].items():
         schema = {k: v for k, v in schema.items() if k != "description"}
