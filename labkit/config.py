@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 from .envfile import NO_ENV_FILE, REPO_ROOT, EnvFile, find_env_file, read_env_file, shown_path
 from .errors import UserError
@@ -164,7 +165,7 @@ def _seconds(value: object) -> float | None:
 
 def _count(value: object) -> int | None:
     count = _number(value, int)
-    return None if count is None or count < 0 else count
+    return None if count is None or count < 0 else int(count)
 
 
 PROBLEMS = {  # what a value that cannot be used is, and the fix; {name}: the variable
@@ -283,7 +284,7 @@ class Setting:
     shown: Callable[[str], str] = _clip  # the value as the error shows it
     then: Callable[[dict, str | None], None] | None = None  # a check with the settings above
 
-    def value(self, raw: object, got: dict, name: str, where: str | None) -> object:
+    def value(self, raw: str | None, got: dict, name: str, where: str | None) -> Any:
         """Its default when `raw` is None, else `raw` read; a value that cannot be used raises."""
         if raw is None:
             return self.default(got) if callable(self.default) else self.default
@@ -324,7 +325,8 @@ def load_settings(mode: str | None = None, environ: Mapping[str, str] | None = N
     """
     environ = dict(os.environ if environ is None else environ)
     env, note = checked_env_file(environ, REPO_ROOT, SETTING_NAMES, KEY_NAMES)
-    got, where = {}, {}
+    got: dict[str, Any] = {}  # each setting's value, by field
+    where: dict[str, str | None] = {}  # where each was set
     for s in SETTINGS:
         name, (raw, where[s.field]) = s.name, env.find(s.name, environ)
         if s.field == "mode" and mode is not None:  # connect(mode=...) wins over both

@@ -6,6 +6,7 @@ nothing of it, so a 401 that quotes the key is never chained. The message names 
 settings point at (labkit.config) and never a key (labkit.keys.redact).
 """
 
+from typing import Any
 from urllib.parse import urlsplit
 
 from . import config
@@ -198,7 +199,7 @@ def explain(error: BaseException) -> str:
         return clip(redact(error), 300)
     try:  # name the model and endpoint the learner configured
         s = config.load_settings()
-        context = {"model": s.model, "base_url": s.base_url, "timeout": s.timeout}
+        context: dict[str, Any] = {"model": s.model, "base_url": s.base_url, "timeout": s.timeout}
     except UserError:
         context = {}
     return clip(describe_failure(error, **context)[1], 300)
