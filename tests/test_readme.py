@@ -92,3 +92,12 @@ def test_jupyterlabs_terminal_opens_where_it_says():
     assert "terminal opens at the repository root (the folder `make lab` ran in)" in README
     recipe = (ROOT / "Makefile").read_text().split("\nlab:", 1)[1].splitlines()[1]
     assert recipe.strip().startswith("$(BIN)/jupyter lab --notebook-dir=notebooks")  # no cd first
+
+
+MAX_WORDS = 3_500  # the README keeps the commands, the stage table, going live, the file map and
+# troubleshooting, and points into the notebooks for the rest: a newcomer reads it in one sitting
+
+
+def test_the_readme_stays_short():
+    words = len(README.split())
+    assert words <= MAX_WORDS, f"README.md has {words} words — say the rest in a notebook"
