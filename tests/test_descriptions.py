@@ -246,3 +246,25 @@ def test_what_02_says_of_the_recording_holds(recorded_table):
     fahrenheit = "What's the temperature in Paris in Fahrenheit?"
     assert json.loads(said["written"][fahrenheit][0].arguments)["unit"] == "celsius"
     assert json.loads(said["one line"][fahrenheit][0].arguments)["unit"] == "fahrenheit"
+
+
+def test_the_command_line_prints_the_table_offline_from_the_recording():
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {**os.environ, "LABKIT_MODE": "offline", "LABKIT_ENV_FILE": "none"}
+    done = subprocess.run(
+        [sys.executable, "-m", "labkit", "evals", "descriptions"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=Path(__file__).resolve().parent.parent,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("replay: replaying a recording of SmolLM2-135M-Instruct")
+    assert lines[1].split() == ["policy", "variant", "measure", "score", "no", "call"]
+    assert len(lines) == 2 + 6 + 4 and "sk-" not in done.stdout
