@@ -4,6 +4,10 @@ recording of SmolLM2 (make descriptions-table) replays and is checked against th
 """
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -249,11 +253,6 @@ def test_what_02_says_of_the_recording_holds(recorded_table):
 
 
 def test_the_command_line_prints_the_table_offline_from_the_recording():
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
     env = {**os.environ, "LABKIT_MODE": "offline", "LABKIT_ENV_FILE": "none"}
     done = subprocess.run(
         [sys.executable, "-m", "labkit", "evals", "descriptions"],
