@@ -1,30 +1,27 @@
 """Tools over the Model Context Protocol: attach any MCP server; its tools become labkit Tools.
 
-Built in 09_mcp. `stdio(command)`, `http(url)` and `memory(server)` open a Connection. The SDK is
-async, so each connection runs its client on an event loop in a thread of its own: every call here
-is synchronous and works inside Jupyter's running loop. `tools()` gives Tools named server__tool,
-schemas closed and checked strict (or refused, with why; labkit.mcp_trust), risk and egress from
-your policy only (a tool it does not name is high risk and sends data out), pinned by hash when
-first listed (a changed tool is refused and cannot be called); hidden text is shown escaped. A
-crash, garbage or a hang past `timeout` closes the connection with one clear error, its process
-reaped. Left out: sampling, elicitation, roots, OAuth, list-change notices; production also
-sandboxes each server and gives it its own narrow credentials.
+Built in 09_mcp. `stdio(command)`, `http(url)` and `memory(server)` open a Connection, whose calls
+are synchronous (the SDK's async client runs on a thread of its own: labkit.mcp_transport).
+`tools()` gives Tools named server__tool, schemas closed and checked strict (or refused, with why;
+labkit.mcp_trust), risk and egress from your policy only (a tool it does not name is high risk and
+sends data out), pinned by hash when first listed (a changed tool is refused and cannot be
+called); hidden text is shown escaped. A crash, garbage or a hang past `timeout` closes the
+connection with one clear error, its process reaped. Left out: sampling, elicitation, roots,
+OAuth, list-change notices; production also sandboxes each server and gives it narrow credentials.
 """
 
-import asyncio
-import concurrent.futures
 import hashlib
 import json
-import logging
-import os
 import re
 import threading
 import weakref
 
-from .config import checked_timeout, redact
+from .config import checked_timeout
 from .errors import LabkitError, ServiceError, ToolError, UserError
 from .injection import detect_injection
-from .mcp_trust import MARKER, Tail, kinds, offered_text, reap, shown, strip
+from .mcp_transport import Runner as _Runner
+from .mcp_transport import explain, last_words, leaf, stdio_params
+from .mcp_trust import Tail, kinds, offered_text, reap, shown, strip
 from .schema import canonical
 from .tools import NAME, RISKS, Tool, look_alike
 from .trace import clip
@@ -32,102 +29,7 @@ from .trace import clip
 SEPARATOR = "__"  # server__tool: allowed by the APIs' tool-name pattern, where "." and "/" are not
 DEFAULT_TIMEOUT = 30.0  # seconds for the handshake and for each request
 UNNAMED_RISK, UNNAMED_EGRESS = "high", True  # a tool your policy does not name: ask; assume out
-CLOSING = 15.0  # the SDK's own shutdown is bounded (stdin closed, 2 s, SIGTERM, 2 s, SIGKILL)
 HIDDEN_POLICIES = ("refuse", "strip")  # a description or schema with text a reader cannot see
-# The SDK logs every fault with a traceback; labkit reports it as one error instead. Your own
-# logging configuration still sees the SDK's lines.
-logging.getLogger("mcp").addHandler(logging.NullHandler())
-
-
-# ---------------------------------------------------------------- the async half, on its own thread
-
-
-class _Runner:
-    """An event loop in a thread of its own, holding one SDK client open until stop()."""
-
-    def __init__(self, target, timeout):
-        self.target, self.timeout = target, timeout  # target: what mcp.Client takes
-        self.client = self.fault = self._owner_scope = self._call_scope = None
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, name="labkit-mcp", daemon=True)
-
-    def start(self):
-        """Connect and do the handshake; raise what went wrong (TimeoutError past the timeout)."""
-        self.thread.start()
-        self._stop, ready = asyncio.Event(), concurrent.futures.Future()
-        self.owner = asyncio.run_coroutine_threadsafe(self._own(ready), self.loop)
-        ready.result(self.timeout)
-
-    async def _own(self, ready):
-        import anyio
-        from mcp import Client
-
-        try:
-            with anyio.CancelScope() as self._owner_scope:  # cancelled by stop() or by garbage
-                async with Client(self.target, cache=None, message_handler=self._heard) as client:
-                    self.client = client
-                    ready.set_result(None)
-                    await self._stop.wait()
-        except BaseException as exc:
-            if not ready.done():
-                ready.set_exception(exc)
-        if not ready.done():  # cancelled in the handshake: the line that cancelled it says why
-            ready.set_exception(self.fault or TimeoutError())
-
-    async def _heard(self, message):
-        """The SDK hands over each line that was not JSON-RPC: the connection cannot be trusted."""
-        if isinstance(message, Exception):
-            self.fault = message
-            for scope in (self._call_scope, self._owner_scope):
-                if scope is not None:
-                    scope.cancel()
-
-    def run(self, fn, timeout=None):
-        """`await fn(client)` on the loop, within the timeout; raise what went wrong."""
-        future = asyncio.run_coroutine_threadsafe(self._timed(fn, timeout), self.loop)
-        return future.result()
-
-    async def _timed(self, fn, timeout):
-        import anyio
-
-        if self.fault is None:
-            with anyio.move_on_after(timeout or self.timeout) as self._call_scope:
-                return await fn(self.client)
-        raise self.fault or TimeoutError()
-
-    def stop(self):
-        """End the session (the SDK stops and reaps a subprocess), then the loop. Idempotent."""
-        if self.loop.is_closed():
-            return
-        connected, self.client = self.client is not None, None
-        if self.thread.is_alive() and hasattr(self, "owner"):
-            self.loop.call_soon_threadsafe(self._stop.set)
-            # a call still waiting (Ctrl+C), or a handshake that never finished: stop it now
-            for scope in (self._call_scope, None if connected else self._owner_scope):
-                if scope is not None:
-                    self.loop.call_soon_threadsafe(scope.cancel)
-            try:
-                self.owner.result(CLOSING)
-            except BaseException:  # its failure was reported where it happened
-                pass
-        if self.thread.is_alive():
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self.thread.join(CLOSING)
-        self.loop.close()
-
-
-def _line(exc) -> str:
-    """The start of the line that was not JSON-RPC (pydantic keeps it as the error's input)."""
-    errors = exc.errors() if hasattr(exc, "errors") else []
-    text = errors[0].get("input", exc) if errors else exc
-    return clip(redact(repr(text) if isinstance(text, str) else text), 60)
-
-
-def _leaf(exc):
-    """The first real exception inside anyio's exception groups."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return exc
 
 
 # ---------------------------------------------------------------- schemas, names and pins
@@ -332,56 +234,14 @@ class Connection:
 
     def _fail(self, exc, doing):
         """Close the connection (the process is reaped) and raise one error saying what failed."""
-        exc = _leaf(exc)
+        exc = leaf(exc)
         if isinstance(exc, KeyboardInterrupt):
             self.close("interrupted (Ctrl+C)")
             raise exc
-        error = self._explain(exc, doing)
+        who, said = f"the MCP server {self.name or self.what}", last_words(self._errlog)
+        error = explain(exc, doing, who, self._runner.fault, self.timeout, said)
         self.close(str(error))
         raise error from None
-
-    def _explain(self, exc, doing) -> LabkitError:
-        import httpx2
-
-        who, fault = f"the MCP server {self.name or self.what}", self._runner.fault
-        said = self._last_words()
-        said = f"; its last words on stderr: {said!r}" if said else ""
-        gone = "the connection is closed and its process stopped"
-        if fault is not None or type(exc).__name__ == "ValidationError":
-            return ServiceError(
-                f"{who} answered {doing} with a line that is not JSON-RPC ({_line(fault or exc)});"
-                f" {gone} — a server writes only MCP messages on stdout, its logs on stderr"
-            )
-        if isinstance(exc, TimeoutError):
-            return ServiceError(
-                f"{who} did not answer {doing} within {self.timeout:g} s{said}; {gone} — raise "
-                "timeout= if it is only slow"
-            )
-        if isinstance(exc, OSError) and doing == "the handshake":  # the program did not start
-            return UserError(
-                f"could not start {who}: {exc.strerror or exc} — check the command, e.g. "
-                "[sys.executable, '-m', 'mcp_server_time']"
-            )
-        if isinstance(exc, httpx2.HTTPError):
-            return ServiceError(
-                f"could not reach {who} ({type(exc).__name__}: {clip(exc, 60)}) — is it running, "
-                "and is the URL its MCP endpoint (often ending in /mcp)?"
-            )
-        if type(exc).__name__ == "MCPError":  # the connection closed under a request
-            return ServiceError(
-                f"{who} closed the connection during {doing} (it exited or crashed){said}; {gone}"
-                " — fix the server or its command, then open a new connection"
-            )
-        return ServiceError(
-            f"{who} failed during {doing} ({type(exc).__name__}: {clip(redact(exc), 160)}); {gone}"
-        )
-
-    def _last_words(self) -> str:
-        """The last line the server wrote on stderr (stdio only), clipped and redacted."""
-        if self._errlog is None:
-            return ""
-        lines = [line for line in self._errlog.text().splitlines() if line.strip()]
-        return clip(redact(lines[-1]), 160) if lines else ""
 
     # ------------------------------------------------------------ tools
 
@@ -515,9 +375,6 @@ def _policy(risk, egress):
 # ---------------------------------------------------------------- the three ways to attach
 
 
-_started = 0  # stdio servers started by this process: each one's marker
-
-
 def stdio(
     command: list,
     *,
@@ -537,20 +394,9 @@ def stdio(
                         risk={"get_current_time": "low"}) as time:
                  tools = time.tools()
     """
-    from mcp.client.stdio import StdioServerParameters, stdio_client
+    from mcp.client.stdio import stdio_client
 
-    strings = isinstance(command, list | tuple) and all(isinstance(c, str) for c in command)
-    if not (strings and command):
-        raise UserError(
-            f"command must be a list of strings, got {clip(repr(command), 60)} — e.g. "
-            "[sys.executable, '-m', 'mcp_server_time']"
-        )
-    global _started
-    _started += 1
-    marker = f"{os.getpid()}-{_started}"
-    env = {**(env or {}), MARKER: marker}
-    params = StdioServerParameters(command=command[0], args=list(command[1:]), env=env)
-    what = clip(" ".join(os.path.basename(c) if os.sep in c else c for c in command), 50)
+    params, marker, what = stdio_params(command, env)
     connection = Connection(
         None, name, risk=risk, egress=egress, pins=pins, timeout=timeout, what=what, hidden=hidden
     )
