@@ -37,17 +37,8 @@ MATCH_KINDS = (
     "no_match",  # parallel: an expected call that no call matches
 )
 # BFCL's Python type names, and JSON Schema's, so a labkit Tool's parameters match too
-TYPES = {
-    "string": str,
-    "integer": int,
-    "float": float,
-    "number": float,
-    "boolean": bool,
-    "array": list,
-    "tuple": list,
-    "dict": dict,
-    "object": dict,
-}
+TYPES = {"string": str, "integer": int, "float": float, "number": float, "boolean": bool}
+TYPES |= {"array": list, "tuple": list, "dict": dict, "object": dict}
 BFCL_TYPES = {**TYPES, "any": str}  # BFCL's own table reads "any" as a string
 
 
@@ -160,13 +151,12 @@ def _std(value):
 def _dict_fits(value, options) -> bool:
     """BFCL's dict rule: each key among an allowed dict's keys, its value (a string standardized)
     == one of that key's allowed values; every key that may not be left out given."""
-    for option in options:
-        if not isinstance(option, dict) or not isinstance(value, dict):
-            continue
+    if not isinstance(value, dict):
+        return False
+    for option in (o for o in options if isinstance(o, dict)):
         lists = {k: v if isinstance(v, list) else [v] for k, v in option.items()}  # no crash
-        if all(k in lists and _std(v) in map(_std, lists[k]) for k, v in value.items()) and all(
-            k in value or "" in allowed for k, allowed in lists.items()
-        ):
+        fits = all(k in lists and _std(v) in map(_std, lists[k]) for k, v in value.items())
+        if fits and all(k in value or "" in allowed for k, allowed in lists.items()):
             return True
     return False
 
@@ -175,11 +165,10 @@ def _fits(value, options, schema, types) -> bool:
     """BFCL's value rules by type: strings standardized, lists element by element (a string
     element standardized, "" allowing []), dicts and lists of dicts key by key, else ==."""
     expected = types.get(schema.get("type")) or type(value)
-    item = types.get(schema.get("items", {}).get("type"))
     if expected is dict:
         return _dict_fits(value, options)
     if expected is list:
-        return _list_fits(value, options, item)
+        return _list_fits(value, options, types.get(schema.get("items", {}).get("type")))
     if expected is str:
         return _std(value) in [_std(o) for o in options if type(o) is str]
     return value in options
@@ -232,7 +221,6 @@ def _check_type_and_value(where, value, options, schema, types):
 
 
 def _failure(call, name, allowed, docs, types=TYPES):
-    """The _Mismatch for this pairing, or None when the call matches."""
     try:
         _check_call(call, name, allowed, docs, types)
     except _Mismatch as m:
@@ -284,10 +272,8 @@ def _match(calls, truth, docs, mode):
     for i, j in enumerate(pairing):  # parallel: in any order
         if j is None:
             left = next(k for k in range(len(calls)) if k not in pairing)  # a call left unpaired
-            raise _Mismatch(
-                "no_match",
-                f"no call matches expected call {i + 1}; call {left + 1}: {fits[i][left]}",
-            )
+            reason = f"no call matches expected call {i + 1}; call {left + 1}: {fits[i][left]}"
+            raise _Mismatch("no_match", reason)
 
 
 def ast_match(calls, ground_truth, functions, mode: str = "labkit") -> Match:

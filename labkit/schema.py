@@ -10,7 +10,6 @@ Deliberately left out: most of JSON Schema (production uses the jsonschema libra
 
 import json
 import math
-from typing import Any
 
 from .errors import ModelBehaviorError, UserError
 
@@ -58,11 +57,6 @@ def _no_constant(name):
     raise ArgumentError(f"{name} is not valid JSON — send a finite number or null", "invalid_json")
 
 
-_HOOKS: dict[str, Any] = dict(
-    object_pairs_hook=_no_duplicates, parse_float=_finite, parse_constant=_no_constant
-)
-
-
 def parse_arguments(text: str) -> dict:
     """Parse the model's arguments text into a dict; refuse what JSON forbids.
 
@@ -79,7 +73,10 @@ def parse_arguments(text: str) -> dict:
             "invalid_json",
         )
     try:
-        value, problem = json.loads(text, **_HOOKS), None
+        value = json.loads(
+            text, object_pairs_hook=_no_duplicates, parse_float=_finite, parse_constant=_no_constant
+        )
+        problem = None
     except json.JSONDecodeError as exc:
         problem = (
             f"arguments are not valid JSON ({exc.msg} at line {exc.lineno} column "
@@ -194,17 +191,10 @@ def json_type(value) -> str:
     """
     if value is None:
         return "null"
-    for name, cls in (
-        ("boolean", bool),
-        ("integer", int),
-        ("number", float),
-        ("string", str),
-        ("array", list),
-        ("object", dict),
-    ):
-        if isinstance(value, cls):  # subtle: bool is checked before int; True is an int in Python
-            return name
-    return type(value).__name__
+    if isinstance(value, bool):  # subtle: before int, as True is an int in Python
+        return "boolean"
+    names = {int: "integer", float: "number", str: "string", list: "array", dict: "object"}
+    return next((n for cls, n in names.items() if isinstance(value, cls)), type(value).__name__)
 
 
 def is_number(value) -> bool:
@@ -213,6 +203,12 @@ def is_number(value) -> bool:
     Example: is_number(True)  ->  False
     """
     return json_type(value) in ("integer", "number")
+
+
+def _types(schema):
+    """The schema's type names as a list: "string" is ["string"], no type is []."""
+    types = schema.get("type", [])
+    return [types] if isinstance(types, str) else types
 
 
 def _has_type(value, name):
@@ -248,17 +244,6 @@ def check_schema(schema, path: str = "schema") -> None:
         return
     if not isinstance(schema, dict):
         raise UnsupportedSchema(f"{path} is {schema!r}, not a schema — use a dict (or true/false)")
-    _check_keywords(schema, path)
-    _check_values(schema, path)
-    for name, sub in schema.get("properties", {}).items():
-        check_schema(sub, f"{path}.properties.{name}")
-    for key in ("additionalProperties", "items"):
-        if key in schema:
-            check_schema(schema[key], f"{path}.{key}")
-
-
-def _check_keywords(schema, path):
-    """Only the keywords validate_arguments checks (and annotations), of draft 2020-12."""
     for key in schema:
         if key not in KEYWORDS + ANNOTATIONS:
             raise UnsupportedSchema(
@@ -270,12 +255,17 @@ def _check_keywords(schema, path):
         raise UnsupportedSchema(
             f"{path} declares $schema {schema['$schema']!r} — only draft 2020-12 is checked"
         )
+    _check_values(schema, path)
+    for name, sub in schema.get("properties", {}).items():
+        check_schema(sub, f"{path}.properties.{name}")
+    for key in ("additionalProperties", "items"):
+        if key in schema:
+            check_schema(schema[key], f"{path}.{key}")
 
 
 def _check_values(schema, path):
     """Each keyword holds what it should: type names, property names, values, schemas."""
-    types = schema.get("type", [])
-    types = [types] if isinstance(types, str) else types
+    types = _types(schema)
     if not isinstance(types, list) or any(t not in JSON_TYPES for t in types):
         raise UnsupportedSchema(
             f"{path}.type is {schema['type']!r} — use one of {', '.join(JSON_TYPES)}"
@@ -335,17 +325,15 @@ def _problems(value, schema, path):
 
 def _wrong_type(value, schema, path):
     """The line saying `value` is of none of the schema's types, else None."""
-    types = schema.get("type")
-    types = [types] if isinstance(types, str) else types
-    if types is None or any(_has_type(value, t) for t in types):
+    types = _types(schema)
+    if "type" not in schema or any(_has_type(value, t) for t in types):
         return None
     got = "null" if value is None else f"{json_type(value)} {_show(value)}"  # `integer 3`
     return f"{path} should be {' or '.join(types)}, got {got}"
 
 
 def _object_problems(value, schema, path):
-    """Every required property given; each property valid against its own schema, else against
-    additionalProperties (false: refused)."""
+    """Required properties present; each one valid by its schema, else additionalProperties."""
     for name in schema.get("required", []):
         if name not in value:
             yield f"{path} is missing the required property {name!r} — add it"
@@ -383,22 +371,15 @@ def normalize_arguments(value, schema: dict | None):
     """Valid arguments in one form: a whole-number float becomes an int where that is the type.
 
     JSON does not tell 30 from 30.0, and validation accepts both as an integer (as JSON Schema
-    does); the tool, and any operation id derived from the arguments (07_runtime), must see one
-    value.
+    does): the tool and any operation id derived from the arguments (07_runtime) must see one value.
     Example: whole = {"type": "object", "properties": {"n": {"type": "integer"}}}
-             normalize_arguments({"n": 2.0}, whole)
-             ->  {"n": 2}
+             normalize_arguments({"n": 2.0}, whole)  ->  {"n": 2}
     """
     if not isinstance(schema, dict):
         return value
-    types = schema.get("type", [])
-    types = [types] if isinstance(types, str) else types
-    if (
-        isinstance(value, float)
-        and value.is_integer()
-        and "integer" in types
-        and "number" not in types
-    ):
+    types = _types(schema)
+    whole = isinstance(value, float) and value.is_integer()
+    if whole and "integer" in types and "number" not in types:
         return int(value)
     if isinstance(value, dict):
         properties, extra = schema.get("properties", {}), schema.get("additionalProperties")
@@ -424,9 +405,8 @@ def canonical(arguments) -> str:
 
     subtle: validation accepts 30.0 as an integer (JSON Schema does), so if 30 and 30.0 were two
     texts, one intent would derive two operation_ids (07_runtime) and run twice. Numbers are folded
-    here, without a schema, so a caller who derives the id from the raw arguments still gets the one
-    id (as RFC 8785 does). Text UTF-8 cannot encode has no such text: ArgumentError "invalid_text"
-    (see check_text).
+    here, without a schema, so an id derived from the raw arguments is the same id (as RFC 8785
+    does). Text UTF-8 cannot encode has no such text: ArgumentError "invalid_text" (check_text).
     Example: canonical({"b": 1.0, "a": 2})  ->  '{"a":2,"b":1}'
     """
     check_text(arguments, "the value")
