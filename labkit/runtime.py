@@ -450,7 +450,7 @@ def reduce(state: State, event) -> State:
         why = None
     if why:
         return replace(state, rejected=state.rejected + ((event.kind, why),))
-    assert after is not None  # no transition sets why above
+    assert after is not None  # why is None only where a transition exists
     if event.kind == "tool_requested":
         return replace(state, phase=after, pending=op)
     if event.kind == "tool_succeeded":
@@ -464,7 +464,7 @@ def reduce(state: State, event) -> State:
     return replace(state, phase=after, pending=None, results=state.results + (found,))
 
 
-def event_for(result: dict):
+def event_for(result: dict) -> ToolSucceeded | OutcomeUnknown | ToolFailed:
     """The event a dispatch result stands for.
     Example: event_for({"ok": True, "operation_id": "op_1"})  ->  ToolSucceeded("op_1")"""
     op = result["operation_id"]
