@@ -58,7 +58,7 @@ def operation_id(principal: str, tool: str, arguments, scope: str | None = None)
     """
     required_id(principal, "principal", "say who acts, e.g. operation_id('alice', 'refund', ...)")
     required_id(tool, "tool", "name the tool that acts, e.g. operation_id('alice', 'refund', ...)")
-    _check_scope(scope)
+    _scope(scope)
     check_text(arguments, "arguments", UserError)
     try:
         key = canonical([principal, tool, arguments, scope])
@@ -73,7 +73,7 @@ def operation_id(principal: str, tool: str, arguments, scope: str | None = None)
     return "op_" + hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
-def _check_scope(scope):
+def _scope(scope):
     """None (no business occasion), or a proper id: a blank scope is a mistake, never a default."""
     if scope is not None:
         fix = "name the business occasion, e.g. scope='ticket-9', or pass None when there is none"
@@ -485,7 +485,7 @@ class Action:
     scope: str | None = None  # the business occasion, part of the operation_id; None: there is none
 
     def __post_init__(self):
-        _check_scope(self.scope)
+        _scope(self.scope)
 
 
 @dataclass
