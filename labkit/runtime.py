@@ -1,20 +1,19 @@
 """A durable tool runtime: at-most-once side effects, reconciliation, crash recovery.
 
-Built in 07_runtime. `ToolRuntime.dispatch` writes each operation to SQLite as in_flight (WAL,
+Built in 07_runtime. `ToolRuntime.dispatch` stores each operation as in_flight (SQLite, WAL,
 synchronous=FULL) before its tool runs and records the outcome after. It never runs an operation
 twice on its own: the same operation_id replays the stored result, and an outcome nobody knows (a
 crash, an exception, a timeout) stays needs_reconcile until someone checks the external system and
-calls `reconcile`. A pure `reduce` of typed events tracks a run; `run_agent` drives one, bounded,
-and ends with one of its own STOP_REASONS.
+calls `reconcile`. A pure `reduce` of typed events tracks a run; `run_agent` drives one, bounded.
 Deliberately left out: leases and heartbeats (`recover()` assumes one worker per store at
 start-up), retry queues, compensation (sagas), distributed stores, async execution.
 """
 
 import hashlib
 import json
-import sqlite3
 import threading
 import time
+from concurrent.futures import Future, wait
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
@@ -29,7 +28,7 @@ from .schema import (
     required_id,
     validate_arguments,
 )
-from .sqlite_store import connect, use_wal
+from .sqlite_store import open_shared
 from .tools import RISKS, as_registry, risk_above
 from .trace import Trace
 
@@ -45,8 +44,6 @@ STOP_REASONS = (
     "permission_denied",
 )
 CRASH_POINTS = ("before_persist", "after_persist", "during_execute", "after_execute")
-
-
 MAKE_ID = "derive it with operation_id(principal, tool, arguments, scope)"
 
 
@@ -79,12 +76,8 @@ def operation_id(principal: str, tool: str, arguments, scope: str | None = None)
 def _scope(scope):
     """None (no business occasion), or a proper id: a blank scope is a mistake, never a default."""
     if scope is not None:
-        required_id(
-            scope,
-            "scope",
-            "name the business occasion, e.g. scope='ticket-9', or pass None when there is none",
-        )
-    return scope
+        fix = "name the business occasion, e.g. scope='ticket-9', or pass None when there is none"
+        required_id(scope, "scope", fix)
 
 
 # ---------------------------------------------------------------- the operation store
@@ -99,12 +92,6 @@ class Operation:
     result: dict | None  # what dispatch returned or reconcile found; None while in flight
 
 
-def _from_row(row) -> Operation:
-    """An operations row (operation_id, tool, arguments, status, result JSON) as an Operation."""
-    operation_id, tool, arguments, status, result = row
-    return Operation(operation_id, tool, arguments, status, json.loads(result) if result else None)
-
-
 class OperationStore:
     """One SQLite row per operation; every write is committed (and fsynced) before it returns.
 
@@ -112,33 +99,15 @@ class OperationStore:
     """
 
     def __init__(self, path, synchronous="FULL"):
-        if synchronous not in ("FULL", "NORMAL", "OFF"):
-            raise UserError(
-                f"synchronous={synchronous!r} — use 'FULL' (durable), 'NORMAL' or 'OFF'"
-            )
-        problem = None
-        try:  # autocommit, so each statement is its own committed transaction
-            self.db = connect(str(path), timeout=30)
-            use_wal(self.db)
-        except sqlite3.OperationalError as exc:
-            problem = str(exc)
-        if problem:  # raised out here: sqlite's error is not its __context__
-            raise UserError(
-                f"cannot open the operation store {path} ({problem}) — check that its "
-                "folder exists and is writable"
-            )
-        # under WAL, NORMAL may lose the last commits on power loss; FULL fsyncs each commit
-        self.db.execute(f"PRAGMA synchronous={synchronous}")
+        self.db = open_shared(str(path), synchronous, "the operation store", timeout=30)
         self.db.execute(
             "CREATE TABLE IF NOT EXISTS operations (operation_id TEXT PRIMARY KEY, "
             "tool TEXT NOT NULL, arguments TEXT NOT NULL, status TEXT NOT NULL, result TEXT)"
         )
 
     def get(self, operation_id: str) -> Operation | None:
-        row = self.db.execute(
-            "SELECT * FROM operations WHERE operation_id = ?", (operation_id,)
-        ).fetchone()
-        return None if row is None else _from_row(row)
+        found = self._select("WHERE operation_id = ?", (operation_id,))
+        return found[0] if found else None
 
     def claim(self, operation_id: str, tool: str, arguments: str) -> bool:
         """Insert the operation as in_flight. False when the id exists: someone claimed it first."""
@@ -162,11 +131,12 @@ class OperationStore:
 
     def operations(self, status: str | None = None) -> list[Operation]:
         """Every operation, or those in one status, in the order they were first stored."""
-        rows = self.db.execute(
-            "SELECT * FROM operations WHERE ? IS NULL OR status = ? ORDER BY rowid",
-            (status, status),
-        ).fetchall()
-        return [_from_row(row) for row in rows]
+        return self._select("WHERE ? IS NULL OR status = ? ORDER BY rowid", (status, status))
+
+    def _select(self, where, parameters):
+        rows = self.db.execute(f"SELECT * FROM operations {where}", parameters).fetchall()
+        # the last column is the result's JSON text, or NULL while in flight
+        return [Operation(*row[:4], json.loads(row[4]) if row[4] else None) for row in rows]
 
     def close(self) -> None:
         self.db.close()
@@ -200,6 +170,10 @@ def _refused(op, error, message, status="failed"):
 
 def _unknown(op, message, status="needs_reconcile"):
     return _refused(op, "needs_reconcile", message, status)
+
+
+def _succeeded(op, data):
+    return {"ok": True, "status": "succeeded", "operation_id": op, "data": data}
 
 
 class ToolRuntime:
@@ -287,13 +261,9 @@ class ToolRuntime:
                 f"{name}({text}) — derive ids with operation_id(principal, tool, arguments, scope)"
             )
         if stored.result is None:  # in flight: a worker runs it right now, or one died mid-way
-            return _unknown(
-                op,
-                f"{op} is in flight: started, outcome not recorded — do not run it again; "
-                "if no worker is running it, call recover(), check the external system, "
-                "then reconcile()",
-                "in_flight",
-            )
+            said = f"{op} is in flight: started, outcome not recorded — do not run it again"
+            fix = "call recover(), check the external system, then reconcile()"
+            return _unknown(op, f"{said}; if no worker is running it, {fix}", "in_flight")
         return {**stored.result, "replayed": True}
 
     def _execute(self, tool, arguments, op):
@@ -301,6 +271,7 @@ class ToolRuntime:
         # exceptions (and timeouts) are failures. This trusts the label: a tool that writes must
         # never be marked low, or a crash after its write would be recorded as "did not happen".
         reads_only = tool.risk == "low"
+        check = f"check the external system, then reconcile({op!r}, outcome)"
         try:
             data = self._call(tool.fn, arguments)
         except ToolError as exc:  # the tool itself says it failed before acting
@@ -308,63 +279,45 @@ class ToolRuntime:
         except Exception as exc:
             said = f"{tool.name} raised {type(exc).__name__}: {exc}"
             if reads_only:
-                result = _refused(
-                    op,
-                    "timeout" if isinstance(exc, TimeoutError) else "tool_crashed",
-                    f"{said} — it only reads, so nothing changed; check the arguments, or "
-                    "try another way (the same operation_id replays this failure)",
-                )
+                kind = "timeout" if isinstance(exc, TimeoutError) else "tool_crashed"
+                fix = "nothing changed; check the arguments, or try another way"
+                replays = "the same operation_id replays this failure"
+                result = _refused(op, kind, f"{said} — it only reads, so {fix} ({replays})")
             else:  # subtle: it may have raised after the side effect happened
-                result = _unknown(
-                    op,
-                    f"{said} — it may or may not have acted; check the external "
-                    f"system, then reconcile({op!r}, outcome)",
-                )
+                result = _unknown(op, f"{said} — it may or may not have acted; {check}")
         else:
-            result = {"ok": True, "status": "succeeded", "operation_id": op, "data": data}
+            result = _succeeded(op, data)
             if not reads_only and isinstance(data, dict) and data.get("status") == "unknown":
-                result = {
-                    **_unknown(
-                        op,
-                        f"{tool.name} answered status 'unknown' — check the external "
-                        f"system, then reconcile({op!r}, outcome)",
-                    ),
-                    "data": data,
-                }
+                said = f"{tool.name} answered status 'unknown' — {check}"
+                result = {**_unknown(op, said), "data": data}
         self.failpoint("after_execute")
         self.store.settle(op, result["status"], result)
         return result
 
     def _call(self, fn, arguments):
+        """fn(**arguments); a TimeoutError after self.timeout seconds (None: wait)."""
         if self.timeout is None:
             return fn(**arguments)
-        box = {}
+        answer = Future()  # the tool's data, or its exception, once it has one
 
         def target():
             try:
-                box["data"] = fn(**arguments)
+                answer.set_result(fn(**arguments))
             except BaseException as exc:
-                box["error"] = exc
+                answer.set_exception(exc)
 
-        worker = threading.Thread(target=target, daemon=True)
-        worker.start()
-        worker.join(self.timeout)
-        if worker.is_alive():  # the call goes on in the background; its outcome is unknown
+        threading.Thread(target=target, daemon=True).start()
+        if wait([answer], self.timeout).not_done:  # it goes on in the background: outcome unknown
             raise TimeoutError(f"no answer after {self.timeout} s")
-        if "error" in box:
-            raise box["error"]
-        return box.get("data")
+        return answer.result()
 
     def reconcile(self, operation_id: str, outcome: str, data=None) -> dict:
         """Record what checking the external system found: outcome "succeeded" or "failed".
 
         Example: runtime.reconcile(op, "succeeded", {"refund_id": "R-1"})
         """
-        required_id(
-            operation_id,
-            "operation_id",
-            "pass the id dispatch returned (store.operations() lists them)",
-        )
+        listed = "(store.operations() lists them)"
+        required_id(operation_id, "operation_id", f"pass the id dispatch returned {listed}")
         if outcome not in ("succeeded", "failed"):
             raise UserError(
                 f"outcome={outcome!r} — use 'succeeded' (it happened) or 'failed' (it did not)"
@@ -372,26 +325,18 @@ class ToolRuntime:
         stored = self.store.get(operation_id)
         if stored is None:
             raise UserError(
-                f"there is no operation {operation_id} in the store — check the id "
-                "(store.operations() lists them)"
+                f"there is no operation {operation_id} in the store — check the id {listed}"
             )
         if stored.status != "needs_reconcile":
-            fix = (
-                "call recover() first, when no worker runs it"
-                if stored.status == "in_flight"
-                else "there is nothing to reconcile"
-            )
+            fix = "there is nothing to reconcile"
+            if stored.status == "in_flight":
+                fix = "call recover() first, when no worker runs it"
             raise UserError(f"{operation_id} is {stored.status}, not needs_reconcile — {fix}")
-        result = (
-            {"ok": True, "status": "succeeded", "operation_id": operation_id, "data": data}
-            if outcome == "succeeded"
-            else _refused(
-                operation_id,
-                "not_done",
-                "checked: it did not happen — a new attempt is a new "
-                "operation (derive it with a new scope)",
-            )
-        )
+        if outcome == "succeeded":
+            result = _succeeded(operation_id, data)
+        else:
+            again = "a new attempt is a new operation (derive it with a new scope)"
+            result = _refused(operation_id, "not_done", f"checked: it did not happen — {again}")
         result["reconciled"] = True
         if not self.store.settle(operation_id, outcome, result, was=("needs_reconcile",)):
             raise UserError(f"{operation_id} changed while reconciling — read it again and retry")
@@ -403,20 +348,14 @@ class ToolRuntime:
         Call it only while no other worker uses the store (production uses leases for this).
         Example: ToolRuntime(tools, "high", "runtime.db").recover()  ->  ["op_..."]
         """
-        message = (
-            "the worker stopped before recording the outcome — check the external system, then "
-            "reconcile(operation_id, outcome)"
-        )
-        return [
-            op.operation_id
-            for op in self.store.operations("in_flight")
-            if self.store.settle(
-                op.operation_id,
-                "needs_reconcile",
-                _unknown(op.operation_id, message),
-                was=("in_flight",),
-            )
-        ]
+        said = "the worker stopped before recording the outcome"
+        message = f"{said} — check the external system, then reconcile(operation_id, outcome)"
+        recovered = []
+        for op in self.store.operations("in_flight"):
+            unknown = _unknown(op.operation_id, message)
+            if self.store.settle(op.operation_id, "needs_reconcile", unknown, was=("in_flight",)):
+                recovered.append(op.operation_id)
+        return recovered
 
 
 # ---------------------------------------------------------------- typed events and a pure reducer
@@ -501,39 +440,33 @@ def reduce(state: State, event) -> State:
     """
     after = TRANSITIONS.get((state.phase, event.kind))
     op = getattr(event, "operation_id", None)
-    if after is None:
-        why = (
-            f"{state.phase} is final"
-            if state.phase in TERMINAL
-            else f"{event.kind} is not allowed while {state.phase}"
-        )
+    if state.phase in TERMINAL:  # no transition leaves a final phase
+        why = f"{state.phase} is final"
+    elif after is None:
+        why = f"{event.kind} is not allowed while {state.phase}"
     elif op is not None and state.pending is not None and op != state.pending:
         why = f"stale: {op} is not the pending operation {state.pending}"
     else:
         why = None
     if why:
         return replace(state, rejected=state.rejected + ((event.kind, why),))
-    assert after is not None  # no transition sets why above
+    assert after is not None  # why is None only where a transition exists
     if event.kind == "tool_requested":
         return replace(state, phase=after, pending=op)
-    if event.kind in ("tool_succeeded", "tool_failed", "reconciled"):
-        outcome = {"tool_succeeded": "succeeded", "tool_failed": "failed"}.get(
-            event.kind
-        ) or event.outcome
-        found = (
-            {"error": event.error, "message": event.message}
-            if event.kind == "tool_failed"
-            else event.data
-        )
-        return replace(
-            state, phase=after, pending=None, results=state.results + ((op, outcome, found),)
-        )
-    return replace(state, phase=after)
+    if event.kind == "tool_succeeded":
+        found = (op, "succeeded", event.data)
+    elif event.kind == "tool_failed":
+        found = (op, "failed", {"error": event.error, "message": event.message})
+    elif event.kind == "reconciled":
+        found = (op, event.outcome, event.data)
+    else:  # goal_verified, cancelled: no operation to record
+        return replace(state, phase=after)
+    return replace(state, phase=after, pending=None, results=state.results + (found,))
 
 
-def event_for(result: dict):
-    """The event a dispatch result stands for. Example: event_for({"ok": True, ...})
-    ->  ToolSucceeded"""
+def event_for(result: dict) -> ToolSucceeded | OutcomeUnknown | ToolFailed:
+    """The event a dispatch result stands for.
+    Example: event_for({"ok": True, "operation_id": "op_1"})  ->  ToolSucceeded("op_1")"""
     op = result["operation_id"]
     if result["ok"]:
         return ToolSucceeded(op, result.get("data"))
@@ -581,12 +514,10 @@ def run_agent(
     """Drive `policy(state) -> Action | None` through `runtime` until `verify(state)` holds.
 
     Each step: 1. verified -> completed; 2. cancel() -> cancelled; 3. steps, time and writes are
-    budgets; 4. the policy picks an Action (None: unverified); 5. its operation_id is derived from
-    the normalized arguments, the tool dispatched, the result reduced; 6. an unknown outcome stops
-    the run. An action dispatch rejects (no such tool, arguments it refuses) is stored nowhere, so
-    it gets no id derived from what may not even be text: it is labelled rejected_<step>, and the
-    rejection lands in state.results for the policy (a model) to act on. A step is one policy
-    decision, not a model turn, hence step_limit (loop.run's turn_limit counts turns).
+    budgets; 4. the policy picks an Action (None: unverified); 5. the tool is dispatched under an
+    operation_id derived from the normalized arguments, the result reduced; 6. an unknown outcome
+    stops the run. An action dispatch will reject (no such tool, bad arguments) is stored nowhere
+    and labelled rejected_<step>; its rejection lands in state.results for the policy to act on.
     Example: run_agent(policy, runtime, State(), verify=lambda s: bool(s.results)).status
     """
     required_id(principal, "principal", "say who acts, e.g. run_agent(..., principal='alice')")
@@ -605,9 +536,14 @@ def run_agent(
             status, message, event = halt
             state = reduce(state, event) if event else state
             return stop(status, message)
-        action = _checked(policy(state))
+        action = policy(state)
         if action is None:
             return stop("unverified", "the policy has no next action, but verify() is still false")
+        if not isinstance(action, Action):
+            raise UserError(
+                f"the policy returned a {type(action).__name__} — return an "
+                "Action(tool, arguments, scope) or None"
+            )
         write = runtime.risk(action.tool) not in (None, "low")
         if write and writes >= max_writes:
             return stop("budget_exhausted", f"writes: {writes} of {max_writes} used")
@@ -628,11 +564,8 @@ def run_agent(
 def _halt(state, verify, cancel, steps, max_steps, elapsed, max_seconds):
     """Why the run stops before its next step: (status, message, event to reduce), else None."""
     if state.phase == "needs_reconcile":
-        return (
-            "needs_reconcile",
-            f"{state.pending}: outcome unknown — check it, then reconcile",
-            None,
-        )
+        unknown = f"{state.pending}: outcome unknown — check it, then reconcile"
+        return "needs_reconcile", unknown, None
     if verify is not None and verify(state):
         return "completed", "", GoalVerified()
     if cancel is not None and cancel():
@@ -644,43 +577,23 @@ def _halt(state, verify, cancel, steps, max_steps, elapsed, max_seconds):
     return None
 
 
-def _checked(action):
-    """The policy's answer: an Action, or None (no next action); anything else is a UserError."""
-    if action is not None and not isinstance(action, Action):
-        raise UserError(
-            f"the policy returned a {type(action).__name__} — return an "
-            "Action(tool, arguments, scope) or None"
-        )
-    return action
-
-
 def _operation(runtime, action, principal, steps):
     """(operation_id, arguments) for the action; rejected_<step> when dispatch will reject it."""
-    normalized = _normalized(runtime, action)  # None: dispatch will reject the action
-    if normalized is None:
-        return f"rejected_{steps + 1}", action.arguments
+    rejected = f"rejected_{steps + 1}", action.arguments  # no id from what may not be text
+    if runtime.risk(action.tool) is None:
+        return rejected
+    try:
+        normalized = runtime.arguments_for(action.tool, action.arguments)
+    except ArgumentError:
+        return rejected
     return operation_id(principal, action.tool, normalized, action.scope), normalized
 
 
 def _trace_line(tool, arguments, result):
     """The trace's line for one dispatch: the call as given, its status, whether replayed."""
+    try:
+        given = canonical(arguments)
+    except (ArgumentError, TypeError, ValueError):  # not JSON: show the text, escaped
+        given = printable(arguments)
     replayed = " (replayed)" if result.get("replayed") else ""
-    return f"{printable(tool)}({_as_given(arguments)}) -> {result['status']}{replayed}"
-
-
-def _normalized(runtime, action):
-    """The action's arguments as the tool will see them; None when dispatch will reject them."""
-    if runtime.risk(action.tool) is None:
-        return None
-    try:
-        return runtime.arguments_for(action.tool, action.arguments)
-    except ArgumentError:
-        return None
-
-
-def _as_given(arguments):
-    """Arguments as one line for the trace: canonical JSON, or escaped text when they have none."""
-    try:
-        return canonical(arguments)
-    except (ArgumentError, TypeError, ValueError):
-        return printable(arguments)
+    return f"{printable(tool)}({given}) -> {result['status']}{replayed}"

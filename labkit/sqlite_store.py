@@ -2,9 +2,10 @@
 
 Used by memory (03_memory) and the operation store (07_runtime); read it after 03's Appendix.
 The connection is autocommit (a store says where a transaction begins) with a busy timeout; WAL
-lets readers go on while one process writes; `transaction` takes the write lock first (BEGIN
-IMMEDIATE), so two writers queue instead of deadlocking; `retrying` tries a busy file again a
-bounded number of times, then raises ServiceError. A missing folder is refused, never created.
+lets readers go on while one process writes (`open_shared` sets up both, and how often to fsync);
+`transaction` takes the write lock first (BEGIN IMMEDIATE), so two writers queue instead of
+deadlocking; `retrying` tries a busy file again a bounded number of times, then raises
+ServiceError. A missing folder is refused, never created.
 Deliberately left out: network file systems, power-loss durability beyond `synchronous`.
 """
 
@@ -15,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from .errors import ServiceError
+from .errors import ServiceError, UserError
 
 T = TypeVar("T")
 
@@ -32,6 +33,31 @@ def connect(path: str, timeout: float) -> sqlite3.Connection:
 def use_wal(db: sqlite3.Connection) -> None:
     """Put the file in WAL mode: readers never wait for the writer. Example: use_wal(db)"""
     db.execute("PRAGMA journal_mode = WAL")
+
+
+SYNCHRONOUS = ("FULL", "NORMAL", "OFF")  # PRAGMA synchronous levels, most durable first
+
+
+def open_shared(path: str, synchronous: str, what: str, timeout: float) -> sqlite3.Connection:
+    """connect(), then WAL and `synchronous`; a UserError naming `what` when it cannot open.
+
+    Example: db = open_shared("runtime.db", "FULL", "the operation store", timeout=30)
+    """
+    if synchronous not in SYNCHRONOUS:  # checked: it is written into the PRAGMA below
+        raise UserError(f"synchronous={synchronous!r} — use 'FULL' (durable), 'NORMAL' or 'OFF'")
+    problem = None
+    try:
+        db = connect(path, timeout)
+        use_wal(db)
+        # under WAL, NORMAL may lose the last commits on power loss; FULL fsyncs each commit
+        db.execute(f"PRAGMA synchronous={synchronous}")
+    except sqlite3.OperationalError as exc:
+        problem = str(exc)
+    if problem:  # raised out here: sqlite's error is not its __context__
+        raise UserError(
+            f"cannot open {what} {path} ({problem}) — check that its folder exists and is writable"
+        )
+    return db
 
 
 def is_busy(exc: BaseException) -> bool:

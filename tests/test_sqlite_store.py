@@ -4,11 +4,12 @@ import sqlite3
 
 import pytest
 
-from labkit import ServiceError
+from labkit import ServiceError, UserError
 from labkit.sqlite_store import (
     connect,
     is_busy,
     location_problem,
+    open_shared,
     retrying,
     transaction,
     use_wal,
@@ -27,6 +28,28 @@ def db(tmp_path):
 def test_connect_is_autocommit_and_use_wal_sets_wal(db):
     assert db.isolation_level is None
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+@pytest.mark.parametrize("synchronous, level", [("FULL", 2), ("NORMAL", 1), ("OFF", 0)])
+def test_open_shared_sets_wal_and_the_synchronous_level(tmp_path, synchronous, level):
+    db = open_shared(str(tmp_path / "s.db"), synchronous, "the test store", timeout=0.01)
+    assert db.isolation_level is None
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert db.execute("PRAGMA synchronous").fetchone()[0] == level
+    db.close()
+
+
+def test_open_shared_refuses_a_level_it_would_write_into_the_pragma(tmp_path):
+    with pytest.raises(UserError, match="synchronous='FULL; DROP TABLE t'"):
+        open_shared(str(tmp_path / "s.db"), "FULL; DROP TABLE t", "the test store", timeout=0.01)
+    assert not (tmp_path / "s.db").exists()  # refused before anything is opened
+
+
+def test_open_shared_names_the_store_it_cannot_open(tmp_path):
+    missing = tmp_path / "no" / "s.db"
+    with pytest.raises(UserError, match="cannot open the test store .* folder exists") as caught:
+        open_shared(str(missing), "FULL", "the test store", timeout=0.01)
+    assert caught.value.__context__ is None  # sqlite's error is not chained to it
 
 
 @pytest.mark.parametrize(
