@@ -108,6 +108,9 @@ def tokenize(text: str) -> list[str]:
     """
     tokens = []
     for word in _WORD.findall(text.lower()):
+        if not _CJK_RUN.search(word):  # most words hold no CJK: the word is the token
+            tokens.append(word)
+            continue
         for piece in _CJK_RUN.split(word):  # alternates: other, CJK, other, ...
             if _CJK_RUN.fullmatch(piece):  # overlapping bigrams; a lone character stays whole
                 tokens += [piece[i : i + 2] for i in range(max(len(piece) - 1, 1))]
