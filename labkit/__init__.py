@@ -4,8 +4,8 @@
 cassettes, trace   02_tools schema, tools, toolbox
 03_memory memory, notes (import them as modules; command line: python -m labkit memory)
 04_loop loop, patterns   05_guardrails budget, permissions, injection, guardrails
-06_rag rag, embed, cite (import them as modules)   07_runtime runtime
-08_context tokens, context, agents
+06_rag rag, bm25, embed, cite (import them as modules)   07_runtime runtime
+08_context tokens, context, compaction, agents
 09_mcp mcp, mcp_server (import them as modules: labkit.mcp.stdio([...]))
 10_evals evals, suite, stats, judges (import them as modules; gate: python -m labkit evals run)
 Outside the lessons: check (the checker), tasks (the hands-on tasks), labs (lab harnesses),

@@ -1,13 +1,12 @@
-"""Retrieval-augmented answers with checked citations.
+"""Retrieval: documents as chunks with exact spans, ranked by BM25, dense search or both fused.
 
-Built in 06_rag. Markdown documents become chunks with exact spans and stable source ids
-(`doc#n`); BM25 (an inverted index in numpy) and dense search (labkit.embed) rank them; RRF fuses
-rankings; a context builder lays out rules, task, untrusted evidence and history under a budget;
-an answer is claims with source ids, validated and scored by a citation report.
-
+Built in 06_rag. Markdown documents become chunks with stable source ids (`doc#n`); BM25 (an
+inverted index in numpy) and dense search (labkit.embed) rank them; RRF fuses the rankings; a
+Library searches them, refuses when the evidence is weak, and gives an agent two tools over them.
+labkit.cite builds the context from the hits and checks an answer's citations.
 Deliberately left out: stemming, stopwords and real Chinese word segmentation (character bigrams
-stand in; production uses a segmenter such as jieba or a search engine's CJK analyzer), rerankers,
-incremental index updates, and a trained model to judge support (a lexical check stands in).
+stand in; production uses a segmenter such as jieba or a search engine's CJK analyzer), rerankers
+and incremental index updates.
 """
 
 import numbers
@@ -15,11 +14,19 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
+from .bm25 import BM25Index, bm25_idf, bm25_naive, top_scores
 from .config import DOCS_DIR
 from .errors import ToolError, UserError
 from .tools import tool
+
+# fmt: off
+__all__ = [  # labkit.bm25's names are here too: labkit.rag.BM25Index is labkit.bm25.BM25Index
+    "CORPUS", "Chunk", "Document", "Hit", "Library", "chunk_corpus", "chunk_document",
+    "get_document", "load_corpus", "rrf", "search_local_sources", "source_tools", "token_windows",
+    "tokenize",
+    "BM25Index", "bm25_idf", "bm25_naive", "top_scores",
+]
+# fmt: on
 
 # The teaching corpus of this lesson. data/docs also holds files for other lessons; naming ours
 # keeps every figure in 06_rag the same when someone adds a document there.
@@ -101,16 +108,12 @@ def tokenize(text: str) -> list[str]:
     """
     tokens = []
     for word in _WORD.findall(text.lower()):
-        if not _CJK_RUN.search(word):
+        if not _CJK_RUN.search(word):  # most words hold no CJK: the word is the token
             tokens.append(word)
             continue
         for piece in _CJK_RUN.split(word):  # alternates: other, CJK, other, ...
-            if piece and _CJK_RUN.fullmatch(piece):
-                tokens += (
-                    [piece]
-                    if len(piece) == 1
-                    else [piece[i : i + 2] for i in range(len(piece) - 1)]
-                )
+            if _CJK_RUN.fullmatch(piece):  # overlapping bigrams; a lone character stays whole
+                tokens += [piece[i : i + 2] for i in range(max(len(piece) - 1, 1))]
             elif piece:
                 tokens.append(piece)
     return tokens
@@ -195,131 +198,18 @@ def token_windows(doc: Document, size: int = 80, overlap: int = 20) -> list[Chun
     Example: token_windows(doc, size=80, overlap=20)[1].text  # starts 20 tokens before [0] ends
     """
     _check_sizes(size, overlap, "tokens")
-    spans = [m.span() for m in _UNIT.finditer(doc.text)]
-    chunks = []
-    for n, first in enumerate(range(0, max(len(spans) - overlap, 1), size - overlap), 1):
-        window = spans[first : first + size]
-        if window:
-            s, e = window[0][0], window[-1][1]
-            chunks.append(
-                Chunk(f"{doc.doc_id}#{n}", doc.doc_id, doc.title, "", s, e, doc.text[s:e])
-            )
-    return chunks
+    units = [m.span() for m in _UNIT.finditer(doc.text)]
+    windows = [units[i : i + size] for i in range(0, max(len(units) - overlap, 1), size - overlap)]
+    spans = [(w[0][0], w[-1][1]) for w in windows if w]  # no window is empty unless no units
+    return [
+        Chunk(f"{doc.doc_id}#{n}", doc.doc_id, doc.title, "", s, e, doc.text[s:e])
+        for n, (s, e) in enumerate(spans, 1)
+    ]
 
 
 def chunk_corpus(docs: list, max_chars: int = 600, overlap: int = 100) -> list[Chunk]:
     """Chunks of every document, in document order. Example: len(chunk_corpus(load_corpus()))"""
     return [chunk for doc in docs for chunk in chunk_document(doc, max_chars, overlap)]
-
-
-# ---------------------------------------------------------------- BM25
-
-
-def bm25_idf(df, n_docs):
-    """Lucene's idf: ln(1 + (N - df + 0.5) / (df + 0.5)); always > 0 (unlike Robertson's)."""
-    return np.log1p((n_docs - df + 0.5) / (df + 0.5))
-
-
-def bm25_naive(
-    docs_tokens: list, query_tokens: list, k1: float = 1.5, b: float = 0.75
-) -> list[float]:
-    """BM25 by the definition, one document at a time: the reference BM25Index must equal.
-
-    Lucene variant (bm25s method="lucene"): sum over query tokens (repeats count again) of
-    idf * tf / (tf + k1 * (1 - b + b * len / avg_len)).
-    Example: bm25_naive([["a", "b"], ["b"]], ["a"])  ->  [0.2410..., 0.0]
-    """
-    n = len(docs_tokens)
-    avg_len = sum(map(len, docs_tokens)) / n or 1.0
-    df: dict[str, int] = {}
-    for doc in docs_tokens:
-        for token in set(doc):
-            df[token] = df.get(token, 0) + 1
-    scores = []
-    for doc in docs_tokens:
-        score = 0.0
-        for token in query_tokens:
-            tf = doc.count(token)
-            if tf:
-                score += (
-                    float(bm25_idf(df[token], n))
-                    * tf
-                    / (tf + k1 * (1 - b + b * len(doc) / avg_len))
-                )
-        scores.append(score)
-    return scores
-
-
-def top_scores(scores: np.ndarray, k: int) -> list[tuple[int, float]]:
-    """The k best positive (index, score) pairs of a 1-D array, ties broken by the lower index."""
-    n = len(scores)
-    if k <= 0 or n == 0:
-        return []
-    floor = np.nextafter(0.0, 1.0)  # the smallest positive score
-    if k < n:  # keep everything tied with the k-th best
-        floor = max(floor, np.partition(scores, n - k)[n - k])
-    candidates = np.flatnonzero(scores >= floor)
-    order = np.lexsort((candidates, -scores[candidates]))[:k]
-    return [(int(i), float(scores[i])) for i in candidates[order]]
-
-
-@dataclass
-class BM25Index:
-    """An inverted index with each (term, document) weight computed once, at build time.
-
-    Example: BM25Index.build([["a", "b"], ["b"]]).top_k(["b"], 2)  ->  [(1, ...), (0, ...)]
-    """
-
-    vocab: dict  # token -> term number
-    indptr: np.ndarray  # (terms + 1,) term t's postings are [indptr[t], indptr[t + 1])
-    postings: np.ndarray  # (pairs,) document numbers, ascending within a term
-    weights: np.ndarray  # (pairs,) idf * tf / (tf + k1 * (1 - b + b * len / avg_len))
-    n_docs: int
-    k1: float = 1.5
-    b: float = 0.75
-
-    @classmethod
-    def build(cls, docs_tokens, k1=1.5, b=0.75):
-        n = len(docs_tokens)
-        if n == 0:
-            raise UserError(
-                "cannot build a BM25 index of zero documents — load and chunk documents first"
-            )
-        if k1 < 0 or not 0 <= b <= 1:
-            raise UserError(
-                f"k1={k1}, b={b}: need k1 >= 0 and 0 <= b <= 1 (the usual k1=1.5, b=0.75)"
-            )
-        vocab = {}
-        terms = np.fromiter(
-            (vocab.setdefault(t, len(vocab)) for doc in docs_tokens for t in doc), np.int64
-        )
-        lengths = np.fromiter(map(len, docs_tokens), np.int64, n)
-        docs = np.repeat(np.arange(n), lengths)
-        pairs, tf = np.unique(terms * n + docs, return_counts=True)  # sorted by term, then document
-        term, doc = np.divmod(pairs, n)
-        df = np.bincount(term, minlength=len(vocab))
-        norm = k1 * (1 - b + b * lengths / (lengths.mean() or 1.0))  # (documents,)
-        weights = bm25_idf(df, n)[term] * tf / (tf + norm[doc])
-        indptr = np.concatenate(([0], np.cumsum(df)))
-        return cls(vocab, indptr, doc.astype(np.int32), weights, n, k1, b)
-
-    def scores(self, query_tokens: list) -> np.ndarray:
-        """Every document's score, as a (documents,) float64 array."""
-        terms = [self.vocab[token] for token in query_tokens if token in self.vocab]
-        if not terms:
-            return np.zeros(self.n_docs)
-        spans = [slice(self.indptr[t], self.indptr[t + 1]) for t in terms]
-        # one C loop over every posting of the query; per document it adds in query order, as the
-        # naive loop does, so the two agree to the last bit
-        return np.bincount(
-            np.concatenate([self.postings[s] for s in spans]),
-            np.concatenate([self.weights[s] for s in spans]),
-            minlength=self.n_docs,
-        )
-
-    def top_k(self, query_tokens: list, k: int) -> list[tuple[int, float]]:
-        """The k best documents as [(index, score)], ties by index; non-matches left out."""
-        return top_scores(self.scores(query_tokens), k)
 
 
 # ---------------------------------------------------------------- fusion
@@ -328,9 +218,9 @@ class BM25Index:
 def rrf(rankings: list, k: float = 60) -> list[tuple]:
     """Reciprocal rank fusion: score(id) = sum of 1 / (k + rank) over the rankings it appears in.
 
-    A duplicate within one ranking counts once (at its first rank; later ranks close up).
-    Ties go to the id seen first. Example: rrf([["a", "b"], ["b"]])
-                                           ->  [("b", 0.0325...), ("a", ...)]
+    A duplicate within one ranking counts once (at its first rank; later ranks close up); ties
+    go to the id seen first.
+    Example: rrf([["a", "b"], ["b"]])  ->  [("b", 0.0325...), ("a", ...)]
     """
     scores: dict = {}
     first_seen: dict = {}
@@ -398,9 +288,8 @@ class Library:
                     f"number of at least 1 (search(query, k=5))"
                 )
         if method == "bm25":
-            return [
-                Hit(self.chunks[i], s, "bm25", s) for i, s in self.index.top_k(tokenize(query), k)
-            ]
+            ranked = self.index.top_k(tokenize(query), k)
+            return [Hit(self.chunks[i], s, "bm25", s) for i, s in ranked]
         if method == "dense":
             return [Hit(self.chunks[i], s, "dense", s) for i, s in self._dense(query, k)]
         if method != "hybrid":
@@ -453,12 +342,7 @@ def search_local_sources(
 def get_document(library: "Library", source_id: str) -> dict:
     """One chunk in full: {"source_id", "title", "heading", "text"} (untrusted text)."""
     chunk = library.get(source_id)
-    return {
-        "source_id": chunk.source_id,
-        "title": chunk.title,
-        "heading": chunk.heading,
-        "text": chunk.text,
-    }
+    return {key: getattr(chunk, key) for key in ("source_id", "title", "heading", "text")}
 
 
 def source_tools(library: "Library", method: str = "bm25") -> list:

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from labkit import context, labs
+from labkit import compaction, context, labs
 from labkit.errors import ModelBehaviorError, UserError
 from labkit.memory import ManualClock, MemoryStore
 from labkit.models import Message, ScriptedModel, ToolCall, check_pairing, say, tool_message, user
@@ -110,6 +110,11 @@ def test_compaction_keeps_every_call_paired_and_the_last_turns_verbatim(
         assert any(context.is_summary(m) for m in done.messages) == summarize
     else:
         assert done.messages == [m for t in turns for m in t]
+
+
+@pytest.mark.parametrize("name", [n for n in context.__all__ if hasattr(compaction, n)])
+def test_compaction_names_are_the_same_objects_in_context(name):
+    assert getattr(context, name) is getattr(compaction, name)
 
 
 def test_split_turns_keeps_a_call_with_its_outputs():

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 
+from labkit import bm25, rag
 from labkit.cite import (
     Answer,
     Claim,
@@ -163,6 +164,11 @@ def test_source_ids_are_stable_when_the_corpus_is_rebuilt_or_grows(docs, chunks)
 
 
 # ---------------------------------------------------------------- BM25
+
+
+@pytest.mark.parametrize("name", ["BM25Index", "bm25_idf", "bm25_naive", "top_scores"])
+def test_bm25_names_are_the_same_objects_in_rag(name):
+    assert getattr(rag, name) is getattr(bm25, name)
 
 
 def random_corpus(seed, n_docs=40, vocab=30):
