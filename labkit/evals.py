@@ -13,12 +13,14 @@ import math
 import re
 import string
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .cite import Answer, CitationReport, Claim, citation_report, validate_answer
 from .errors import ModelBehaviorError, UserError
 from .models import ToolCall, as_tool_spec
 from .schema import ArgumentError, is_number, json_type, parse_arguments
+from .tools import Tool
 from .trace import clip
 
 # ---------------------------------------------------------------- tool calls: the AST match
@@ -70,7 +72,7 @@ def standardize(text: str) -> str:
     return re.sub(r"[ ,./\-_*^]", "", text).lower().replace("'", '"')
 
 
-def bfcl_calls(calls) -> list[dict]:
+def bfcl_calls(calls: Iterable[ToolCall | dict]) -> list[dict]:
     """Calls in BFCL's model-output form, [{name: {argument: value}}]; labkit ToolCalls are parsed.
 
     Example: bfcl_calls([ToolCall("call_1", "get_weather", '{"city": "Paris"}')])
@@ -276,7 +278,12 @@ def _match(calls, truth, docs, mode):
             raise _Mismatch("no_match", reason)
 
 
-def ast_match(calls, ground_truth, functions, mode: str = "labkit") -> Match:
+def ast_match(
+    calls: Iterable[ToolCall | dict],
+    ground_truth: list[dict],
+    functions: Iterable[dict | Tool],
+    mode: str = "labkit",
+) -> Match:
     """Whether a model's calls match BFCL ground truth: ok, or the first rule that failed.
 
     calls: labkit ToolCalls or BFCL's [{name: {argument: value}}]. ground_truth: BFCL's possible
@@ -350,7 +357,12 @@ def _text(value, name: str) -> str:
     return value
 
 
-def quasi_exact_match(answer, truth, articles: bool = True, mode: str = "labkit") -> bool:
+def quasi_exact_match(
+    answer: str | float | None,
+    truth: str | float | None,
+    articles: bool = True,
+    mode: str = "labkit",
+) -> bool:
     """GAIA's quasi-exact match: a number truth by value ($, %, thousands commas dropped), a
     comma or semicolon list element by element, anything else as a normalised string.
 
@@ -411,7 +423,11 @@ class AnswerScore:
 
 
 def score_answer(
-    text, truth, sources=None, articles: bool = True, mode: str = "labkit"
+    text: str | float | None,
+    truth: str | float | None,
+    sources: dict[str, str] | None = None,
+    articles: bool = True,
+    mode: str = "labkit",
 ) -> AnswerScore:
     """Score an answer: GAIA's quasi-exact match on its final answer; with `sources` ({source_id:
     text}) it must also cite, and 06's checks apply: known ids, citations that support it.
