@@ -13,14 +13,12 @@ import math
 import re
 import string
 import sys
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .cite import Answer, CitationReport, Claim, citation_report, validate_answer
 from .errors import ModelBehaviorError, UserError
 from .models import ToolCall, as_tool_spec
 from .schema import ArgumentError, is_number, json_type, parse_arguments
-from .tools import Tool
 from .trace import clip
 
 # ---------------------------------------------------------------- tool calls: the AST match
@@ -72,7 +70,7 @@ def standardize(text: str) -> str:
     return re.sub(r"[ ,./\-_*^]", "", text).lower().replace("'", '"')
 
 
-def bfcl_calls(calls: Iterable[ToolCall | dict]) -> list[dict]:
+def bfcl_calls(calls: list[ToolCall | dict]) -> list[dict]:
     """Calls in BFCL's model-output form, [{name: {argument: value}}]; labkit ToolCalls are parsed.
 
     Example: bfcl_calls([ToolCall("call_1", "get_weather", '{"city": "Paris"}')])
@@ -279,10 +277,7 @@ def _match(calls, truth, docs, mode):
 
 
 def ast_match(
-    calls: Iterable[ToolCall | dict],
-    ground_truth: list[dict],
-    functions: Iterable[dict | Tool],
-    mode: str = "labkit",
+    calls: list[ToolCall | dict], ground_truth: list, functions: list, mode: str = "labkit"
 ) -> Match:
     """Whether a model's calls match BFCL ground truth: ok, or the first rule that failed.
 
@@ -313,6 +308,7 @@ def ast_match(
 ARTICLES = re.compile(r"\b(a|an|the)\b", re.IGNORECASE)
 PUNCTUATION = str.maketrans("", "", string.punctuation)
 FINAL = re.compile(r"FINAL ANSWER:", re.IGNORECASE)
+Given = str | float | None  # an answer or a truth: text, a number, or None (GAIA's forms)
 CITED = re.compile(r"\s*\[([^\[\]]+)\]\s*$")  # 06's rendering: "claim [source_id, ...]"
 
 
@@ -358,10 +354,7 @@ def _text(value, name: str) -> str:
 
 
 def quasi_exact_match(
-    answer: str | float | None,
-    truth: str | float | None,
-    articles: bool = True,
-    mode: str = "labkit",
+    answer: Given, truth: Given, articles: bool = True, mode: str = "labkit"
 ) -> bool:
     """GAIA's quasi-exact match: a number truth by value ($, %, thousands commas dropped), a
     comma or semicolon list element by element, anything else as a normalised string.
@@ -423,8 +416,8 @@ class AnswerScore:
 
 
 def score_answer(
-    text: str | float | None,
-    truth: str | float | None,
+    text: Given,
+    truth: Given,
     sources: dict[str, str] | None = None,
     articles: bool = True,
     mode: str = "labkit",
