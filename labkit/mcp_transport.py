@@ -75,7 +75,7 @@ class Runner:
                 if scope is not None:
                     scope.cancel()
 
-    def run(self, fn: "Callable[[Client], Awaitable[Any]]", timeout: float | None = None) -> Any:
+    def run(self, fn: Callable[..., Awaitable[Any]], timeout: float | None = None) -> Any:
         """`await fn(client)` on the loop, within the timeout; raise what went wrong."""
         future = asyncio.run_coroutine_threadsafe(self._timed(fn, timeout), self.loop)
         return future.result()
