@@ -20,7 +20,7 @@ from labkit.permissions import approval_question
 SUMMARY_URL = "https://en.wikipedia.org/api/rest_v1/page/summary/"
 
 
-def relay(messages, tools) -> labkit.models.Step:
+def relay(messages: list[labkit.Message], tools: list) -> labkit.models.Step:
     """Offline, the model reads the last tool result back to you: what it got, or what failed."""
     result = json.loads(messages[-1].content)
     said = json.dumps(result["data"], ensure_ascii=False) if result["ok"] else result["message"]

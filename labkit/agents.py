@@ -11,6 +11,7 @@ Left out, and what production uses instead: parallel sub-agents, negotiation, tr
 """
 
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from .budget import Budget
@@ -18,7 +19,7 @@ from .errors import ToolError, UserError
 from .guardrails import GUARDED_SYSTEM, run_guarded
 from .injection import untrusted
 from .loop import RunResult
-from .models import Model, Usage, system, user
+from .models import Message, Model, Usage, system, user
 from .permissions import read_untrusted
 from .tools import RISKS, Tool, as_registry, risk_above
 from .trace import Trace, clip
@@ -63,7 +64,14 @@ class Parent:
     secrets: tuple = ()
     allowed_hosts: tuple = ()
 
-    def run(self, task: str, model: Model, agents=(), system: str = GUARDED_SYSTEM, history=()):
+    def run(
+        self,
+        task: str,
+        model: Model,
+        agents: Iterable[Agent] = (),
+        system: str = GUARDED_SYSTEM,
+        history: Iterable[Message] = (),
+    ) -> RunResult:
         """run_guarded with this parent's rules; each agent in `agents` is offered as a tool."""
         tools = [*self.tools, *(self.as_tool(a) for a in agents)]
         return run_guarded(
@@ -216,7 +224,7 @@ def reflect(
     model: Model,
     critic: Model | None = None,
     max_rounds: int = 2,
-    clock=time.perf_counter,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> Reflection:
     """Draft → critique → revise, at most `max_rounds` critiques, stopping at the first that finds
     nothing to change. The critic defaults to the model itself; every call lands in the trace.

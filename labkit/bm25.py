@@ -9,13 +9,18 @@ Deliberately left out: other BM25 variants (Robertson's idf, BM25+, BM25L), incr
 
 from collections import Counter
 from dataclasses import dataclass
+from typing import overload
 
 import numpy as np
 
 from .errors import UserError
 
 
-def bm25_idf(df, n_docs):
+@overload
+def bm25_idf(df: int, n_docs: int) -> float: ...
+@overload
+def bm25_idf(df: np.ndarray, n_docs: int) -> np.ndarray: ...
+def bm25_idf(df: np.ndarray | int, n_docs: int) -> np.ndarray | float:
     """Lucene's idf: ln(1 + (N - df + 0.5) / (df + 0.5)); always > 0 (unlike Robertson's)."""
     return np.log1p((n_docs - df + 0.5) / (df + 0.5))
 
@@ -72,7 +77,7 @@ class BM25Index:
     b: float = 0.75
 
     @classmethod
-    def build(cls, docs_tokens, k1=1.5, b=0.75):
+    def build(cls, docs_tokens: list[list[str]], k1: float = 1.5, b: float = 0.75) -> "BM25Index":
         n = len(docs_tokens)
         if n == 0:
             raise UserError(
@@ -82,7 +87,7 @@ class BM25Index:
             raise UserError(
                 f"k1={k1}, b={b}: need k1 >= 0 and 0 <= b <= 1 (the usual k1=1.5, b=0.75)"
             )
-        vocab = {}
+        vocab: dict[str, int] = {}
         terms = np.fromiter(
             (vocab.setdefault(t, len(vocab)) for doc in docs_tokens for t in doc), np.int64
         )

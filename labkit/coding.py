@@ -13,6 +13,7 @@ runtime for the writes, skills and slash commands, checkpoints beyond `Edits.und
 import fnmatch
 import json
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from . import loop, patches
@@ -21,10 +22,11 @@ from .coding_loop import CodingContext, explorer, run_agent
 from .errors import ToolError, UserError
 from .guardrails import Guards
 from .loop import Decision, Guard
-from .models import ToolCall, Usage
+from .models import Model, ToolCall, Usage
 from .permissions import approval_question
+from .sandbox import Workspace
 from .schema import ArgumentError, parse_arguments
-from .tools import approved, tool
+from .tools import Tool, approved, tool
 
 MODES = ("default", "plan", "acceptEdits", "dontAsk", "bypass")
 READ_ONLY = ("list_files", "read_file", "grep", "explore")  # explore: a sub-agent that reads
@@ -34,7 +36,7 @@ ASK = ("run(git commit*)",)
 SKIP = (".git", ".home")  # never listed
 
 
-def coding_tools(ws, edits: patches.Edits) -> list:
+def coding_tools(ws: Workspace, edits: patches.Edits) -> list[Tool]:
     """The five tools of the coding agent, working in the workspace `ws` (labkit.sandbox).
 
     Example: tools = coding_tools(ws, patches.Edits())
@@ -176,7 +178,13 @@ def _first(rules, name, arguments):
     return next((rule for rule in rules if matches(rule, name, arguments)), None)
 
 
-def rule_verdict(name, arguments, deny=DENY, ask=ASK, allow=ALLOW) -> tuple[str | None, str]:
+def rule_verdict(
+    name: str,
+    arguments: dict,
+    deny: Iterable[str] = DENY,
+    ask: Iterable[str] = ASK,
+    allow: Iterable[str] = ALLOW,
+) -> tuple[str | None, str]:
     """What the rules say before the mode: a deny rule, then an ask rule, then a read-only tool
     or an allow rule; (None, "") when no rule covers the call.
 
@@ -193,7 +201,14 @@ def rule_verdict(name, arguments, deny=DENY, ask=ASK, allow=ALLOW) -> tuple[str 
     return None, ""
 
 
-def decide(name, arguments, mode="default", deny=DENY, ask=ASK, allow=ALLOW) -> tuple[str, str]:
+def decide(
+    name: str,
+    arguments: dict,
+    mode: str = "default",
+    deny: Iterable[str] = DENY,
+    ask: Iterable[str] = ASK,
+    allow: Iterable[str] = ALLOW,
+) -> tuple[str, str]:
     """("allow" | "ask" | "deny", why): deny rules, then ask rules, then allow rules, then the mode.
 
     default asks before edits and commands no rule allows; plan refuses every write; acceptEdits
@@ -218,7 +233,7 @@ def decide(name, arguments, mode="default", deny=DENY, ask=ASK, allow=ALLOW) -> 
     return verdict, why
 
 
-def question(call: ToolCall, tool_) -> str:
+def question(call: ToolCall, tool_: Tool) -> str:
     """What the person is asked: the diff for a patch, every argument otherwise (05's question)."""
     return approval_question(call, tool_, width=2_000 if tool_.name == "apply_patch" else 80)
 
@@ -248,19 +263,19 @@ class CodingGuard(Guard):
 
     def __init__(
         self,
-        mode="default",
-        approve=None,
-        hooks=None,
-        deny=DENY,
-        ask=ASK,
-        allow=ALLOW,
-        approve_plan=None,
+        mode: str = "default",
+        approve: Callable[[ToolCall, str], object] | None = None,
+        hooks: Hooks | None = None,
+        deny: Iterable[str] = DENY,
+        ask: Iterable[str] = ASK,
+        allow: Iterable[str] = ALLOW,
+        approve_plan: Callable[[str], object] | None = None,
     ):
         decide("read_file", {}, mode)  # a bad mode fails now, not at the first call
         self.mode, self.approve, self.hooks = mode, approve, hooks or Hooks()
         self.rules = {"deny": deny, "ask": ask, "allow": allow}
         self.approve_plan = approve_plan
-        self.log = []  # (call, verdict, why), one per call
+        self.log: list[tuple[ToolCall, str, str]] = []  # (call, verdict, why), one per call
 
     def end_plan(self, plan: str) -> str | None:
         """Plan mode's approval step: ask approve_plan(plan). A mode other than plan switches to
@@ -278,7 +293,9 @@ class CodingGuard(Guard):
         self.mode = mode
         return mode
 
-    def before_tool(self, run, call: ToolCall, tool_) -> Decision | None:
+    def before_tool(
+        self, run: loop.RunResult, call: ToolCall, tool_: Tool | None
+    ) -> Decision | None:
         if tool_ is None or call.problem:
             return None  # execute() refuses it
         for hook in self.hooks.before:
@@ -300,7 +317,7 @@ class CodingGuard(Guard):
             return Decision("refuse", "not_permitted", said + " or tell the user")
         return Decision("allow", "permitted", why)
 
-    def after_tool(self, run, call, result):
+    def after_tool(self, run: loop.RunResult, call: ToolCall, result: dict) -> dict:
         for hook in self.hooks.after:
             result = hook(call, result)
         return result
@@ -332,15 +349,15 @@ class AgentRun:
 
 
 def solve(
-    issue,
-    model,
-    ws,
-    guard=None,
-    max_turns=12,
-    max_calls=16,
-    budget=None,
-    explore=None,
-    context=None,
+    issue: str,
+    model: Model,
+    ws: Workspace,
+    guard: CodingGuard | None = None,
+    max_turns: int = 12,
+    max_calls: int = 16,
+    budget: Budget | None = None,
+    explore: Model | None = None,
+    context: CodingContext | None = None,
 ) -> AgentRun:
     """Work on an issue in the workspace until the model stops and the stop hook lets it.
 
@@ -383,7 +400,7 @@ def solve(
     return out
 
 
-def calls_shown(log) -> list[str]:
+def calls_shown(log: list[tuple[ToolCall, str, str]]) -> list[str]:
     """The guard's log as lines: name(subject) -> verdict (why)."""
     return [
         f"{c.name}({subject(c.name, json.loads(c.arguments or '{}'))[:40]}) -> {v} ({w})"

@@ -14,30 +14,34 @@ by relevance (aider's repo map ranks symbols with a graph), prompt caching.
 import ast
 import json
 import time
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 
 from . import loop
 from .agents import SUB_SYSTEM, Agent, Parent
+from .budget import Budget
+from .compaction import Summarize
 from .config import DEFAULT_MODEL
 from .context import Report, build, compact
-from .loop import Decision, RunResult
+from .loop import Decision, Guard, RunResult
+from .models import Message, Model, ToolCall, user
 from .models import system as system_message
-from .models import user
 from .notes import Note
+from .sandbox import Workspace
 from .tokens import count
-from .tools import as_registry, execute, failure
+from .tools import Tool, ToolRegistry, as_registry, execute, failure
 from .trace import Trace
 
 PARALLEL = ("list_files", "read_file", "grep")  # read only and thread-safe: may run side by side
 
 
-def batches(calls, parallel=PARALLEL) -> list[list]:
+def batches(calls: list[ToolCall], parallel: Iterable[str] = PARALLEL) -> list[list[ToolCall]]:
     """The calls of one reply in the groups they run in: consecutive read-only calls together,
     every other call alone, the order kept.
 
     Example: [len(b) for b in batches([read, grep, patch, read])]  ->  [2, 1, 1]
     """
-    groups: list = []
+    groups: list[list[ToolCall]] = []
     for call in calls:
         if call.name in parallel and groups and groups[-1][0].name in parallel:
             groups[-1].append(call)
@@ -64,7 +68,16 @@ def _execute(ready, registry, clock, workers):
         return list(pool.map(one, ready))  # map keeps the order of the calls
 
 
-def run_calls(run, calls, registry, guard, clock, max_calls, parallel=PARALLEL, workers=4):
+def run_calls(
+    run: RunResult,
+    calls: list[ToolCall],
+    registry: ToolRegistry,
+    guard: Guard,
+    clock: Callable[[], float],
+    max_calls: int,
+    parallel: Iterable[str] = PARALLEL,
+    workers: int = 4,
+) -> Decision | None:
     """Step 5 for one reply's calls; a Decision when the run must stop, else None.
 
     The guard is asked about each call in order before its group runs (an approval is asked
@@ -73,7 +86,8 @@ def run_calls(run, calls, registry, guard, clock, max_calls, parallel=PARALLEL, 
     Example: run_calls(result, reply.tool_calls, registry, guard, time.perf_counter, 16)
     """
     for group in batches(calls, parallel):
-        ready, stop = [], None
+        ready: list = []  # (call, decision), one per call that runs
+        stop: Decision | None = None
         for call in group:
             if run.tool_calls + len(ready) >= max_calls:
                 stop = Decision("stop", "tool_limit", f"more than {max_calls} tool calls")
@@ -100,15 +114,15 @@ def run_calls(run, calls, registry, guard, clock, max_calls, parallel=PARALLEL, 
 
 def run_agent(
     task: str,
-    model,
-    tools,
-    guard,
+    model: Model,
+    tools: list[Tool],
+    guard: Guard,
     system: str,
     max_turns: int = 12,
     max_calls: int = 16,
-    on_stop=None,
-    context=None,
-    clock=time.perf_counter,
+    on_stop: Callable[[RunResult], str | None] | None = None,
+    context: "CodingContext | None" = None,
+    clock: Callable[[], float] = time.perf_counter,
     workers: int = 4,
 ) -> RunResult:
     """labkit.loop.run's steps with three changes: before each turn `context.prepare(run)` lays
@@ -175,7 +189,7 @@ def definitions(source: str) -> list[str]:
     return names
 
 
-def repo_map(ws) -> str:
+def repo_map(ws: Workspace) -> str:
     """Every Python file of the workspace with its top-level definitions (a test file: how many
     tests), one file per "; " — what the model reads instead of whole files.
 
@@ -207,12 +221,12 @@ class CodingContext:
 
     def __init__(
         self,
-        ws,
+        ws: Workspace,
         rules: str,
         threshold: int = 12_000,
         keep_last: int = 6,
-        summarize=None,
-        before_compact=(),
+        summarize: Summarize | None = None,
+        before_compact: Iterable[Callable[[RunResult], object]] = (),
         budget: int = 4_000,
         model: str | None = DEFAULT_MODEL,
     ):
@@ -227,7 +241,7 @@ class CodingContext:
         """The note of files read: "pantry/units.py lines 14-28, all; ..." or "none yet"."""
         return "; ".join(f"{p} lines {', '.join(r)}" for p, r in self.read.items()) or "none yet"
 
-    def saw(self, messages) -> None:
+    def saw(self, messages: list[Message]) -> None:
         """Note every read_file call in `messages` whose result was ok."""
         ok = {m.tool_call_id for m in messages if m.role == "tool" and '"ok": true' in m.content}
         for m in messages:
@@ -282,7 +296,9 @@ EXPLORE = (
 )
 
 
-def explorer(model, tools, budget, max_turns: int = 6, max_calls: int = 8):
+def explorer(
+    model: Model, tools: list[Tool], budget: Budget, max_turns: int = 6, max_calls: int = 8
+) -> Tool:
     """An Explore tool: 08's sub-agent (labkit.agents) with only the read-only tools of `tools`.
 
     It works in its own context on the task the main agent gives it, and answers with a short

@@ -34,13 +34,13 @@ Summarize = Callable[[list[Message]], str]  # a summariser: the messages -> the 
 # ---------------------------------------------------------------- turns
 
 
-def split_turns(messages) -> list[list]:
+def split_turns(messages: Iterable[Message]) -> list[list[Message]]:
     """The history cut into turns: each message with the tool outputs that answer it, so a turn
     never parts a call from its output; system messages are left out (the rules replace them).
 
     Example: [len(t) for t in split_turns([user("hi"), call_message, output])]  ->  [1, 2]
     """
-    turns: list[list] = []
+    turns: list[list[Message]] = []
     for m in messages:
         if m.role == "system":
             continue

@@ -70,7 +70,7 @@ def standardize(text: str) -> str:
     return re.sub(r"[ ,./\-_*^]", "", text).lower().replace("'", '"')
 
 
-def bfcl_calls(calls) -> list[dict]:
+def bfcl_calls(calls: list[ToolCall | dict]) -> list[dict]:
     """Calls in BFCL's model-output form, [{name: {argument: value}}]; labkit ToolCalls are parsed.
 
     Example: bfcl_calls([ToolCall("call_1", "get_weather", '{"city": "Paris"}')])
@@ -276,7 +276,9 @@ def _match(calls, truth, docs, mode):
             raise _Mismatch("no_match", reason)
 
 
-def ast_match(calls, ground_truth, functions, mode: str = "labkit") -> Match:
+def ast_match(
+    calls: list[ToolCall | dict], ground_truth: list, functions: list, mode: str = "labkit"
+) -> Match:
     """Whether a model's calls match BFCL ground truth: ok, or the first rule that failed.
 
     calls: labkit ToolCalls or BFCL's [{name: {argument: value}}]. ground_truth: BFCL's possible
@@ -306,6 +308,7 @@ def ast_match(calls, ground_truth, functions, mode: str = "labkit") -> Match:
 ARTICLES = re.compile(r"\b(a|an|the)\b", re.IGNORECASE)
 PUNCTUATION = str.maketrans("", "", string.punctuation)
 FINAL = re.compile(r"FINAL ANSWER:", re.IGNORECASE)
+Given = str | float | None  # an answer or a truth: text, a number, or None (GAIA's forms)
 CITED = re.compile(r"\s*\[([^\[\]]+)\]\s*$")  # 06's rendering: "claim [source_id, ...]"
 
 
@@ -350,7 +353,9 @@ def _text(value, name: str) -> str:
     return value
 
 
-def quasi_exact_match(answer, truth, articles: bool = True, mode: str = "labkit") -> bool:
+def quasi_exact_match(
+    answer: Given, truth: Given, articles: bool = True, mode: str = "labkit"
+) -> bool:
     """GAIA's quasi-exact match: a number truth by value ($, %, thousands commas dropped), a
     comma or semicolon list element by element, anything else as a normalised string.
 
@@ -411,7 +416,11 @@ class AnswerScore:
 
 
 def score_answer(
-    text, truth, sources=None, articles: bool = True, mode: str = "labkit"
+    text: Given,
+    truth: Given,
+    sources: dict[str, str] | None = None,
+    articles: bool = True,
+    mode: str = "labkit",
 ) -> AnswerScore:
     """Score an answer: GAIA's quasi-exact match on its final answer; with `sources` ({source_id:
     text}) it must also cite, and 06's checks apply: known ids, citations that support it.

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from .errors import ServiceError, UserError
 from .failures import explain
-from .models import user
+from .models import Model, user
 
 RUBRIC = """You grade an answer to a question against a reference answer.
 PASS when the answer states the same fact as the reference: the same number (a unit or thousands
@@ -55,7 +55,7 @@ def parse_verdict(text: str) -> str:
     return found[-1].lower() if found else "none"
 
 
-def grade(model, item: dict, rubric: str = RUBRIC) -> Verdict:
+def grade(model: Model, item: dict, rubric: str = RUBRIC) -> Verdict:
     """Ask `model` to grade one answer; a reply without a readable verdict is "none".
 
     Example: grade(ScriptedModel([say("VERDICT: PASS")]), item).label  ->  "pass"
@@ -82,7 +82,7 @@ def pair_prompt(pair: dict, order: str = "ab") -> str:
     )
 
 
-def prefer(model, pair: dict, order: str = "ab") -> str:
+def prefer(model: Model, pair: dict, order: str = "ab") -> str:
     """Which answer of the pair the judge prefers: "a", "b", "tie", or "none" (no readable choice).
 
     Example: prefer(ScriptedModel([say("CHOICE: 2")]), pair, "ba")  ->  "a"
@@ -115,7 +115,7 @@ class Preference:
         return {("a", "b"): "first", ("b", "a"): "second"}.get((self.shown_ab, self.shown_ba))
 
 
-def ask_both_orders(model, pairs: list) -> list:
+def ask_both_orders(model: Model, pairs: list[dict]) -> list[Preference]:
     """Every pair asked twice, a first then b first: [Preference, ...] in pair order.
 
     Example: [p.consistent for p in ask_both_orders(judge, pairs)]

@@ -15,6 +15,8 @@ import json
 import re
 import threading
 import weakref
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from .config import checked_timeout
 from .errors import LabkitError, ServiceError, ToolError, UserError
@@ -25,6 +27,9 @@ from .mcp_trust import Tail, kinds, offered_text, reap, shown, strip
 from .schema import canonical
 from .tools import NAME, RISKS, Tool, look_alike
 from .trace import clip
+
+if TYPE_CHECKING:
+    from mcp import types as mcp_types
 
 SEPARATOR = "__"  # server__tool: allowed by the APIs' tool-name pattern, where "." and "/" are not
 DEFAULT_TIMEOUT = 30.0  # seconds for the handshake and for each request
@@ -86,7 +91,7 @@ def _nullable(schema):
     return schema
 
 
-def pin(listed) -> str:
+def pin(listed: "mcp_types.Tool") -> str:
     """The sha256 of what the model is told about a tool: its name, description and schema.
 
     Example: pin(server.listing["get_current_time"])  ->  "3f2a…" (64 hex digits)
@@ -108,7 +113,7 @@ def changed_tools(pins: dict, listed: list) -> list[str]:
     return [t.name for t in listed if t.name in pins and pins[t.name] != pin(t)]
 
 
-def server_name(name) -> str:
+def server_name(name: object) -> str:
     """A namespace for a server's tools: runs of anything but letters, digits and - become "_".
 
     Example: server_name("mcp time")  ->  "mcp_time"
@@ -116,7 +121,7 @@ def server_name(name) -> str:
     return re.sub(r"[^A-Za-z0-9-]+", "_", str(name)).strip("_") or "server"
 
 
-def result_data(result):
+def result_data(result: "mcp_types.CallToolResult") -> dict[str, Any] | str:
     """A CallToolResult as labkit data: its structured content, else its text. An error result
     (isError) raises ToolError "server_error", which execute() turns into {"ok": false, ...}.
 
@@ -148,15 +153,15 @@ class Connection:
 
     def __init__(
         self,
-        target,
-        name=None,
+        target: object,
+        name: str | None = None,
         *,
-        risk=None,
-        egress=None,
-        pins=None,
-        timeout=None,
-        what="",
-        hidden="refuse",
+        risk: dict[str, str] | None = None,
+        egress: dict[str, bool] | None = None,
+        pins: dict[str, str] | None = None,
+        timeout: float | None = None,
+        what: str = "",
+        hidden: str = "refuse",
     ):
         if hidden not in HIDDEN_POLICIES:
             raise UserError(f"hidden={hidden!r} — use one of {', '.join(HIDDEN_POLICIES)}")
@@ -166,9 +171,14 @@ class Connection:
         self.risk, self.egress = _policy(risk, egress)
         self.pins = dict(pins or {})
         self.timeout = checked_timeout(DEFAULT_TIMEOUT if timeout is None else timeout)
-        self.refused, self.listing, self.closed = {}, {}, "not opened yet"
-        self._target, self._errlog, self._optional, self._marker = target, None, {}, None
-        self._runner, self._lock = None, threading.Lock()
+        self.refused: dict[str, str] = {}  # tool name -> why it is not offered
+        self.listing: dict[str, mcp_types.Tool] = {}
+        self.closed: str | None = "not opened yet"
+        self._target, self._lock = target, threading.Lock()
+        self._errlog: Tail | None = None
+        self._optional: dict[str, set[str]] = {}
+        self._marker: str | None = None
+        self._runner: _Runner | None = None
 
     def __enter__(self) -> "Connection":
         return self.open()
@@ -186,6 +196,7 @@ class Connection:
             runner.start()
         except BaseException as exc:
             self._fail(exc, "the handshake")
+        assert runner.client is not None  # start() returned: the handshake is done
         info = runner.client.server_info
         self.name = self.name or server_name(getattr(info, "name", None) or "server")
         return self
@@ -200,7 +211,7 @@ class Connection:
         if self._errlog is not None:
             self._errlog.close()
 
-    def sdk(self, fn, doing: str = "a request"):
+    def sdk(self, fn: Callable[..., Awaitable[Any]], doing: str = "a request") -> Any:
         """`await fn(client)` with the SDK's mcp.Client, within the timeout; any failure that is
         not the server refusing this one request closes the connection with one labkit error.
 
@@ -311,7 +322,7 @@ class Connection:
         """
         return self.risk.get(tool, UNNAMED_RISK), self.egress.get(tool, UNNAMED_EGRESS)
 
-    def call(self, tool: str, arguments: dict | None = None):
+    def call(self, tool: str, arguments: dict | None = None) -> dict[str, Any] | str:
         """Call one tool by the server's name for it; its data, or a ToolError saying what failed.
 
         Example: time.call("get_current_time", {"timezone": "Europe/Paris"})["timezone"]
@@ -376,16 +387,16 @@ def _policy(risk, egress):
 
 
 def stdio(
-    command: list,
+    command: list[str],
     *,
-    name=None,
-    risk=None,
-    egress=None,
-    pins=None,
-    timeout=None,
-    env=None,
-    hidden="refuse",
-):
+    name: str | None = None,
+    risk: dict[str, str] | None = None,
+    egress: dict[str, bool] | None = None,
+    pins: dict[str, str] | None = None,
+    timeout: float | None = None,
+    env: dict[str, str] | None = None,
+    hidden: str = "refuse",
+) -> Connection:
     """Attach a server that runs as a subprocess and speaks MCP over its stdin and stdout.
 
     It gets a minimal environment (PATH, HOME, ...; no API keys) plus `env`. risk and egress map

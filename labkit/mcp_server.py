@@ -15,6 +15,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from mcp import MCPError, types
 from mcp.server import Server
@@ -23,8 +25,11 @@ from mcp.types import INVALID_PARAMS
 from .errors import ServiceError, ToolError
 from .models import ToolCall
 from .toolbox import calculate, get_weather, list_docs, read_doc
-from .tools import as_registry, execute
+from .tools import Tool, as_registry, execute
 from .trace import clip
+
+if TYPE_CHECKING:
+    from mcp.server import MCPServer
 
 TEACHING_TOOLS = (calculate, get_weather, list_docs, read_doc)
 PROMPT = (
@@ -38,7 +43,7 @@ def _text(text: str) -> types.TextContent:
     return types.TextContent(type="text", text=text)
 
 
-def build_server(tools=TEACHING_TOOLS, name: str = "labkit") -> Server:
+def build_server(tools: Iterable[Tool] = TEACHING_TOOLS, name: str = "labkit") -> Server:
     """An MCP server offering `tools` (labkit Tools), read_doc's documents and one prompt.
 
     Example: with labkit.mcp.memory(build_server()) as server: server.tools()
@@ -105,7 +110,7 @@ def build_server(tools=TEACHING_TOOLS, name: str = "labkit") -> Server:
     )
 
 
-def quiet_server(name: str):
+def quiet_server(name: str) -> "MCPServer":
     """The SDK's high-level MCPServer (tools from type hints), leaving this process's logging as
     it was: MCPServer() calls logging.basicConfig, which would print the SDK's log in a notebook.
 
@@ -137,7 +142,7 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serving_http(port: int | None = None, timeout: float = 30.0):
+def serving_http(port: int | None = None, timeout: float = 30.0) -> Iterator[str]:
     """Run this server over Streamable HTTP on 127.0.0.1 in a subprocess; yield its URL.
 
     The process is stopped and reaped when the block ends, however it ends.
@@ -177,7 +182,7 @@ def _wait_for_port(process, port, timeout, log):
     raise ServiceError(f"the MCP HTTP server did not listen on 127.0.0.1 within {timeout:g} s")
 
 
-def main(argv=None) -> None:
+def main(argv: Sequence[str] | None = None) -> None:
     """python -m labkit.mcp_server [--http PORT]: serve the teaching tools over stdio or HTTP."""
     parser = argparse.ArgumentParser(prog="python -m labkit.mcp_server", description=main.__doc__)
     parser.add_argument("--http", type=int, metavar="PORT", help="Streamable HTTP on 127.0.0.1")

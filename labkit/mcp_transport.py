@@ -13,11 +13,17 @@ import concurrent.futures
 import logging
 import os
 import threading
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from .config import redact
 from .errors import LabkitError, ServiceError, UserError
 from .mcp_trust import MARKER, Tail
 from .trace import clip
+
+if TYPE_CHECKING:
+    import anyio
+    from mcp import Client
 
 CLOSING = 15.0  # the SDK's own shutdown is bounded (stdin closed, 2 s, SIGTERM, 2 s, SIGKILL)
 # The SDK logs every fault with a traceback; labkit reports it as one error instead. Your own
@@ -28,16 +34,20 @@ logging.getLogger("mcp").addHandler(logging.NullHandler())
 class Runner:
     """An event loop in a thread of its own, holding one SDK client open until stop()."""
 
-    def __init__(self, target, timeout):
+    def __init__(self, target: object, timeout: float):
         self.target, self.timeout = target, timeout  # target: what mcp.Client takes
-        self.client = self.fault = self._owner_scope = self._call_scope = None
+        self.client: Client | None = None
+        self.fault: Exception | None = None
+        self._owner_scope: anyio.CancelScope | None = None
+        self._call_scope: anyio.CancelScope | None = None
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="labkit-mcp", daemon=True)
 
-    def start(self):
+    def start(self) -> None:
         """Connect and do the handshake; raise what went wrong (TimeoutError past the timeout)."""
         self.thread.start()
-        self._stop, ready = asyncio.Event(), concurrent.futures.Future()
+        self._stop = asyncio.Event()
+        ready: concurrent.futures.Future[None] = concurrent.futures.Future()
         self.owner = asyncio.run_coroutine_threadsafe(self._own(ready), self.loop)
         ready.result(self.timeout)
 
@@ -65,7 +75,7 @@ class Runner:
                 if scope is not None:
                     scope.cancel()
 
-    def run(self, fn, timeout=None):
+    def run(self, fn: Callable[..., Awaitable[Any]], timeout: float | None = None) -> Any:
         """`await fn(client)` on the loop, within the timeout; raise what went wrong."""
         future = asyncio.run_coroutine_threadsafe(self._timed(fn, timeout), self.loop)
         return future.result()
@@ -78,7 +88,7 @@ class Runner:
                 return await fn(self.client)
         raise self.fault or TimeoutError()
 
-    def stop(self):
+    def stop(self) -> None:
         """End the session (the SDK stops and reaps a subprocess), then the loop. Idempotent."""
         if self.loop.is_closed():
             return
@@ -155,7 +165,12 @@ def _line(exc) -> str:
 
 
 def explain(
-    exc: BaseException, doing: str, who: str, fault, timeout: float, said: str
+    exc: BaseException,
+    doing: str,
+    who: str,
+    fault: Exception | None,
+    timeout: float,
+    said: str,
 ) -> LabkitError:
     """One labkit error for what failed during `doing`: `fault` is the line that was not JSON-RPC
     (Runner.fault), `said` the server's last words on stderr.

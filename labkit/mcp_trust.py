@@ -12,6 +12,7 @@ the jsonschema library) and Unicode's full confusable tables (UTS #39; tools.loo
 
 import re
 import unicodedata
+from typing import Any
 
 from .errors import UserError
 from .schema import ANNOTATIONS, KEYWORDS, MAX_DEPTH
@@ -84,7 +85,7 @@ def shown(text: str) -> str:
     return "".join(out) + (_escaped(run) if run else "")
 
 
-def strip(value):
+def strip(value: Any) -> Any:
     """`value` (text, or a schema) with every hidden character removed.
 
     Example: strip("a\u200bb")  ->  "ab"
@@ -98,7 +99,7 @@ def strip(value):
     return value
 
 
-def listed_schema(schema, path: str = "inputSchema") -> dict:
+def listed_schema(schema: object, path: str = "inputSchema") -> dict[str, Any]:
     """A server's input schema made ready for labkit.mcp.closed, or UserError naming the keyword.
 
     Refused: a schema that is not an object (at any depth), a keyword whose value has the wrong
@@ -113,7 +114,9 @@ def listed_schema(schema, path: str = "inputSchema") -> dict:
     return _ready(schema, path, 0, False)
 
 
-def offered_text(description: str, schema, policy: str = "refuse") -> tuple:
+def offered_text(
+    description: str, schema: object, policy: str = "refuse"
+) -> tuple[str, dict[str, Any]]:
     """(description, schema) as a tool may be offered, or UserError saying why it may not.
 
     The schema is checked (listed_schema); a description over MAX_DESCRIPTION is refused; hidden
@@ -238,7 +241,7 @@ class Tail:
     def text(self) -> str:
         return bytes(self.kept).decode("utf-8", "replace")
 
-    def close(self):
+    def close(self) -> None:
         """Close this process's end; the drain ends when the server's end closes too."""
         if not self.closed:
             self.closed = True

@@ -17,6 +17,7 @@ import os
 import re
 import time
 import unicodedata
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -76,7 +77,7 @@ class NoteBook:
     """A folder of notes for one long task.
     Example: book = NoteBook("notes"); book.create("Plan", "Step 1 ...")"""
 
-    def __init__(self, folder, clock=time.time):
+    def __init__(self, folder: str | Path, clock: Callable[[], float] = time.time):
         self.folder, self.clock = Path(folder), clock
         self.folder.mkdir(parents=True, exist_ok=True)
 
@@ -170,7 +171,9 @@ class NoteBook:
             )
         return max(int(found.group(1)), after_files)
 
-    def create(self, title: str, body: str = "", type: str = "task_state", tags=()) -> Note:
+    def create(
+        self, title: str, body: str = "", type: str = "task_state", tags: Iterable[str] = ()
+    ) -> Note:
         """Write a new note; its id was never used before.
         Example: book.create("Migrate billing DB", tags=["db"])"""
         title, tags, body = *_clean(title, type, tags), _body(body)  # before the counter moves
@@ -193,7 +196,7 @@ class NoteBook:
         title: str | None = None,
         body: str | None = None,
         type: str | None = None,
-        tags=None,
+        tags: Iterable[str] | None = None,
     ) -> Note:
         """Change a note's fields; the rest stay.
         Example: book.update("n1", body="Copied 5 of 5 tables")"""

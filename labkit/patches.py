@@ -10,8 +10,10 @@ whitespace options), renames, binary files and file modes.
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from .errors import ToolError, UserError
+from .sandbox import Workspace
 
 HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
@@ -29,7 +31,7 @@ class Edits:
 
     done: list = field(default_factory=list)  # one list of Edit per apply
 
-    def undo(self, ws) -> list[str]:
+    def undo(self, ws: Workspace) -> list[str]:
         """Undo the last apply; return the paths it restored."""
         if not self.done:
             raise UserError("there is no edit to undo")
@@ -39,7 +41,7 @@ class Edits:
         return [e.path for e in last]
 
 
-def inside(ws, path: str):
+def inside(ws: Workspace, path: str) -> Path:
     """ws.inside(path) for a path the model gave: outside the workspace is a result it can act on.
 
     Example: inside(ws, "../x") raises ToolError(kind="outside_workspace")
@@ -120,7 +122,7 @@ def _patched(text: str, hunks, path: str) -> str:
     return "".join(out + old[at:])
 
 
-def apply_diff(ws, diff: str, edits: Edits | None = None) -> list[str]:
+def apply_diff(ws: Workspace, diff: str, edits: Edits | None = None) -> list[str]:
     """Apply a unified diff to the workspace, all or nothing; return the paths it changed.
 
     Example: apply_diff(ws, task["patch"])  ->  ["pantry/units.py"]
@@ -143,7 +145,9 @@ def apply_diff(ws, diff: str, edits: Edits | None = None) -> list[str]:
     return [c.path for c in changes]
 
 
-def replace(ws, path: str, search: str, replacement: str, edits: Edits | None = None) -> str:
+def replace(
+    ws: Workspace, path: str, search: str, replacement: str, edits: Edits | None = None
+) -> str:
     """Replace the one occurrence of `search` in a file; ToolError when it occurs 0 or 2+ times.
 
     Example: replace(ws, "pantry/units.py", "amount * 100\\n", "amount * 1000\\n")

@@ -11,13 +11,20 @@ and incremental index updates.
 
 import numbers
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .bm25 import BM25Index, bm25_idf, bm25_naive, top_scores
 from .config import DOCS_DIR
 from .errors import ToolError, UserError
 from .tools import tool
+
+if TYPE_CHECKING:
+    import torch
+
+    from .embed import MiniLM, OpenAIEmbedder
 
 # fmt: off
 __all__ = [  # labkit.bm25's names are here too: labkit.rag.BM25Index is labkit.bm25.BM25Index
@@ -67,7 +74,9 @@ class Chunk:
         return f"{self.title} / {self.heading}\n{self.text}"
 
 
-def load_corpus(folder=DOCS_DIR, names=CORPUS) -> list[Document]:
+def load_corpus(
+    folder: str | Path = DOCS_DIR, names: Iterable[str] | None = CORPUS
+) -> list[Document]:
     """Read Markdown documents; `names=None` reads every *.md in the folder, sorted.
 
     Example: [d.doc_id for d in load_corpus()][:2]  ->  ["api-keys", "context-windows"]
@@ -255,13 +264,22 @@ class Library:
     # corpus, so a fixed BM25 threshold travels badly; cosines of one model are steadier.
     thresholds = {"bm25": 2.5, "dense": 0.40, "hybrid": 0.40}
 
-    def __init__(self, chunks, embedder=None, cache_dir=None, k1=1.5, b=0.75):
+    def __init__(
+        self,
+        chunks: Iterable[Chunk],
+        embedder: "MiniLM | OpenAIEmbedder | None" = None,
+        cache_dir: str | Path | None = None,
+        k1: float = 1.5,
+        b: float = 0.75,
+    ):
         self.chunks = list(chunks)
         self.by_id = {c.source_id: c for c in self.chunks}
         if len(self.by_id) != len(self.chunks):
             raise UserError("two chunks share a source_id — give every document a unique file name")
         self.index = BM25Index.build([tokenize(c.indexed_text()) for c in self.chunks], k1, b)
-        self.embedder, self.vectors, self.cache_status = embedder, None, None
+        self.embedder = embedder
+        self.vectors: torch.Tensor | None = None
+        self.cache_status: str | None = None
         if embedder is not None:
             from .embed import CACHE_DIR, embed_cached
 

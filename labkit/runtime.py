@@ -13,6 +13,7 @@ import hashlib
 import json
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, wait
 from dataclasses import dataclass, replace
 from typing import ClassVar
@@ -47,7 +48,7 @@ CRASH_POINTS = ("before_persist", "after_persist", "during_execute", "after_exec
 MAKE_ID = "derive it with operation_id(principal, tool, arguments, scope)"
 
 
-def operation_id(principal: str, tool: str, arguments, scope: str | None = None) -> str:
+def operation_id(principal: str, tool: str, arguments: dict, scope: str | None = None) -> str:
     """A stable id for one intended side effect: the same intent always derives the same id.
 
     principal: who acts (two users refunding one order are two operations); tool + canonical
@@ -98,7 +99,7 @@ class OperationStore:
     Example: store = OperationStore("runtime.db"); store.get("op_...")  ->  Operation or None
     """
 
-    def __init__(self, path, synchronous="FULL"):
+    def __init__(self, path: str, synchronous: str = "FULL"):
         self.db = open_shared(str(path), synchronous, "the operation store", timeout=30)
         self.db.execute(
             "CREATE TABLE IF NOT EXISTS operations (operation_id TEXT PRIMARY KEY, "
@@ -311,7 +312,7 @@ class ToolRuntime:
             raise TimeoutError(f"no answer after {self.timeout} s")
         return answer.result()
 
-    def reconcile(self, operation_id: str, outcome: str, data=None) -> dict:
+    def reconcile(self, operation_id: str, outcome: str, data: object = None) -> dict:
         """Record what checking the external system found: outcome "succeeded" or "failed".
 
         Example: runtime.reconcile(op, "succeeded", {"refund_id": "R-1"})
@@ -499,17 +500,17 @@ class AgentRun:
 
 
 def run_agent(
-    policy,
+    policy: Callable[[State], Action | None],
     runtime: ToolRuntime,
     initial_state: State | None = None,
-    verify=None,
+    verify: Callable[[State], bool] | None = None,
     max_steps: int = 6,
     *,
     max_writes: int = 2,
     max_seconds: float = 60.0,
     principal: str = "agent",
-    cancel=None,
-    clock=time.monotonic,
+    cancel: Callable[[], bool] | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> AgentRun:
     """Drive `policy(state) -> Action | None` through `runtime` until `verify(state)` holds.
 

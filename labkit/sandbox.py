@@ -148,7 +148,7 @@ class Workspace:
     sandbox: "auto" uses bwrap when it works here, "bwrap" requires it, "rlimits" never uses it.
     """
 
-    def __init__(self, repo, sandbox: str = "auto", limits: Limits = Limits()):
+    def __init__(self, repo: str | Path, sandbox: str = "auto", limits: Limits = Limits()):
         repo = Path(repo)
         if not repo.is_dir():
             raise UserError(f"no repository at {repo} — pass the folder of a repository")

@@ -11,14 +11,16 @@ histories and dashboards (Inspect, promptfoo, LangSmith).
 import json
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .budget import PRICES, Budget
 from .errors import UserError
 from .evals import score_answer
 from .guardrails import run_guarded
-from .models import ScriptedModel
+from .models import Model, ScriptedModel
 from .stats import Comparison, compare, format_p
 from .trace import clip
 
@@ -64,12 +66,12 @@ class Outcome:
 
 def run_task(
     task: EvalTask,
-    model,
+    model: Model,
     version: Version,
-    sources=None,
+    sources: dict[str, str] | None = None,
     max_turns: int = 6,
-    clock=time.perf_counter,
-    tool_choice="auto",
+    clock: Callable[[], float] = time.perf_counter,
+    tool_choice: str | Callable[[int], str] = "auto",
 ) -> Outcome:
     """Run one task through the 05 guarded loop and score it: success is an answer that passes
     score_answer (with `sources` when the task must cite); a run stopped by a limit has none.
@@ -175,12 +177,12 @@ def summary_table(reports: list) -> str:
 
 
 def run_suite(
-    tasks: list,
+    tasks: list[EvalTask],
     version: Version,
-    model_for=None,
-    sources=None,
+    model_for: Callable[[EvalTask], Model] | None = None,
+    sources: dict[str, str] | None = None,
     max_turns: int = 6,
-    clock=time.perf_counter,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> Report:
     """Run every task with one agent version. model_for(task) picks the model; by default each
     task's script for this version, on a ScriptedModel.
@@ -202,7 +204,7 @@ def run_suite(
 # ---------------------------------------------------------------- the regression gate
 
 
-def save_baseline(report: Report, path) -> None:
+def save_baseline(report: Report, path: str | Path) -> None:
     """Store a run's per-case successes as the baseline later runs are gated against.
 
     Example: save_baseline(run_suite(tasks, v1), "agent_suite.baseline.json")
@@ -211,7 +213,7 @@ def save_baseline(report: Report, path) -> None:
     Path(path).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
 
 
-def read_json(path, what: str, fix: str, limit: int = MAX_FILE_BYTES):
+def read_json(path: str | Path, what: str, fix: str, limit: int = MAX_FILE_BYTES) -> Any:
     """A JSON file's value, read at most `limit` bytes (a device file cannot fill memory); any
     problem is one UserError naming `what` and how to `fix` it.
 
@@ -233,7 +235,7 @@ def read_json(path, what: str, fix: str, limit: int = MAX_FILE_BYTES):
     raise UserError(f"{what} {str(path)!r} is not JSON ({problem}) — {fix}")
 
 
-def load_baseline(path) -> dict:
+def load_baseline(path: str | Path) -> dict:
     """A stored baseline: {"version": name, "cases": {task id: success}}, checked.
 
     Example: load_baseline("data/evals/agent_suite.baseline.json")["version"]  ->  "v1"

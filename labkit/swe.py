@@ -10,6 +10,7 @@ Left out: SWE-bench's per-repository containers and log parsers; here one reposi
 
 import json
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -18,6 +19,7 @@ from . import patches
 from .budget import PRICES_AS_OF, estimated_cost
 from .config import DEFAULT_MODEL
 from .errors import LabkitError
+from .loop import RunResult
 from .sandbox import Limits, Workspace
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,7 +28,7 @@ REPOS = ROOT / "data" / "repos"
 REPORT = ".pytest-report.xml"
 
 
-def load_tasks(path=TASKS) -> list[dict]:
+def load_tasks(path: str | Path = TASKS) -> list[dict]:
     """The frozen coding tasks. Example: load_tasks()[0]["instance_id"]  ->  "pantry-1" """
     return json.loads(Path(path).read_text())["tasks"]
 
@@ -109,14 +111,16 @@ def evaluate(task: dict, patch: str, sandbox: str = "auto") -> Verdict:
     return verdict(results, task, patch, done.output[-1_500:])
 
 
-def stop_hook(task: dict, ws, sandbox: str = "auto"):
+def stop_hook(
+    task: dict, ws: Workspace, sandbox: str = "auto"
+) -> Callable[[RunResult], str | None]:
     """An on_stop hook (labkit.coding.Hooks) that runs the task's tests on the workspace's patch
     and, while they fail, sends the agent back with what failed.
 
     Example: Hooks(on_stop=stop_hook(task, ws))
     """
 
-    def on_stop(run) -> str | None:
+    def on_stop(run: RunResult) -> str | None:
         said = evaluate(task, ws.diff(), sandbox)
         if said.resolved:
             return None
