@@ -11,6 +11,7 @@ Berkeley function-calling leaderboard) test a model's tool use far more widely.
 
 import json
 import sys
+from collections.abc import Callable
 from importlib import metadata
 
 from .config import REPO_ROOT, key_required, load_settings, shown_url
@@ -122,7 +123,7 @@ def recommend(results: dict) -> str:
     return (usable or speaking or [""])[0]
 
 
-def probe(environ: dict | None = None, show=print) -> dict:
+def probe(environ: dict | None = None, show: Callable[[str], object] = print) -> dict:
     """Ask the configured endpoint what it supports, print a table and the LABKIT_API to use.
 
     Returns {api: {check: (ok, note)}}. Sends real requests: run it in live mode only.
