@@ -13,6 +13,7 @@ import json
 import sys
 from collections.abc import Callable
 from importlib import metadata
+from typing import Any
 
 from .config import REPO_ROOT, key_required, load_settings, shown_url
 from .errors import LabkitError, UserError
@@ -133,7 +134,7 @@ def probe(environ: dict | None = None, show: Callable[[str], object] = print) ->
     if s.key_problem():  # every request would be refused: send none
         show(f"probe cannot start: {s.key_problem()}")
         return {}
-    options = dict(
+    options: dict[str, Any] = dict(
         api_key=s.api_key,
         base_url=s.base_url,
         timeout=s.timeout,
