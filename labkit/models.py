@@ -258,7 +258,7 @@ class ScriptedModel:
 
     def __init__(
         self,
-        steps: Iterable[Step | Callable[..., Step]] = (),
+        steps: Iterable[object] = (),  # Steps, or functions (messages, tools) -> Step
         count_as: str | None = DEFAULT_MODEL,
         enforce_schema: bool = True,
         enforce_tool_choice: bool = True,
