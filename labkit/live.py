@@ -349,7 +349,7 @@ def connect(
     path = cassettes.cassette_path(cassette, s.cassette_dir) if cassette else None
     if s.mode == "offline" or (s.mode == "replay" and path is None):
         return ScriptedModel(script)
-    if s.mode == "replay":
+    if s.mode == "replay" and path is not None:  # replay without a path returned above
         return cassettes.Replayer(path)
     try:
         model = _live_model(s, max_output_tokens)
