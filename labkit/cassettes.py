@@ -233,7 +233,7 @@ class Recorder:
     fingerprint. The first Recorder of a cassette in a process starts it afresh; later ones
     (the notebook's next Go live cell) append. Example: Recorder(live_model, path, header)"""
 
-    def __init__(self, model: "Recordable", path: str | Path, header: dict) -> None:
+    def __init__(self, model: Recordable, path: str | Path, header: dict) -> None:
         self.live, self.path, self.header = model, Path(path), header
         self.scrub: Callable[[Any], Any] | None = (
             None  # the run's own scrubber, when run_guarded is recording (scrubbing)

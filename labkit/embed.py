@@ -238,7 +238,7 @@ def _write_atomic(path, vectors):
 
 
 def embed_cached(
-    embedder: "Embedder", texts: Iterable[str], cache_dir: str | Path = CACHE_DIR
+    embedder: Embedder, texts: Iterable[str], cache_dir: str | Path = CACHE_DIR
 ) -> tuple[torch.Tensor, str]:
     """Vectors for `texts`, from the cache when intact: (vectors, "loaded"|"built"|"rebuilt").
 
