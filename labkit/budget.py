@@ -12,16 +12,18 @@ price lists.
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any
 
 from .config import DEFAULT_MODEL
 from .errors import UserError
 from .loop import Decision, Guard, RunResult
-from .models import Usage, as_tool_spec
+from .models import ToolCall, Usage, as_tool_spec
 from .tokens import SOURCES, count, least_trusted
 from .tokens import source as count_source
+from .tools import Tool
 
 PRICES_AS_OF = "2025-08"
 PRICES = {  # USD per 1M tokens (input, output), standard tier. An ESTIMATE copied by hand
@@ -47,7 +49,7 @@ def estimated_cost(model: str, input_tokens: int, output_tokens: int) -> Fractio
     return (input_tokens * per_in + output_tokens * per_out) / 1_000_000
 
 
-def schema_tokens(tools, model: str | None = DEFAULT_MODEL) -> int:
+def schema_tokens(tools: Iterable[object], model: str | None = DEFAULT_MODEL) -> int:
     """The size of the tool schemas a live model is sent (and charged for) each call, counted as
     their JSON text (the server lays them out its own way, so this is close, not exact).
 
@@ -266,7 +268,7 @@ class Budget(Guard):
         self.cost += spent.cost
         self.source = least_trusted(self.source, spent.source)
 
-    def before_tool(self, run: RunResult, call, tool) -> Decision | None:
+    def before_tool(self, run: RunResult, call: ToolCall, tool: Tool | None) -> Decision | None:
         self.settle(run)
         if run.tool_calls >= self.max_calls:
             return Decision(
@@ -277,7 +279,9 @@ class Budget(Guard):
             )
         return None
 
-    def after_tool(self, run: RunResult, call, result):
+    def after_tool(
+        self, run: RunResult, call: ToolCall, result: dict[str, Any] | str
+    ) -> dict[str, Any] | str:
         self.settle(run)
         return result
 

@@ -13,21 +13,24 @@ import copy
 import datetime
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+from typing import Any, Protocol
 
 from . import errors
-from .config import load_settings, redact
+from .config import Settings, load_settings, redact
 from .errors import LabkitError, UserError
 from .keys import secrets_from_env
 from .models import (
+    CappedModel,
     Completed,
     NamedModel,
     OutputSchema,
     Reply,
     StreamEvent,
+    StreamingModel,
     ToolCall,
     Usage,
     as_tool_spec,
@@ -42,7 +45,7 @@ _started: set = set()  # cassettes this process began recording (later connects 
 _cursor: dict = {}  # cassette path -> where the last replaying model left off
 
 
-def scrubbed(value, secrets=None):
+def scrubbed(value: Any, secrets: Iterable[object] | None = None) -> Any:
     """Every string in a JSON value with keys, key-like text, URL credentials and the values of
     secret-named environment variables (…_TOKEN, …_KEY) redacted. Keys of objects too."""
     secrets = secrets_from_env() if secrets is None else secrets
@@ -64,7 +67,11 @@ def _said(message) -> str:
 
 
 def canonical(
-    messages, tools=(), max_output_tokens=None, output_schema=None, tool_choice="auto"
+    messages: list,
+    tools: Sequence[object] = (),
+    max_output_tokens: int | None = None,
+    output_schema: OutputSchema | None = None,
+    tool_choice: str = "auto",
 ) -> dict:
     """The request as labkit sends it, the same for both APIs, with secrets scrubbed.
 
@@ -108,13 +115,13 @@ class Cassette:
     entries: list  # one dict per recorded reply
 
 
-def cassette_path(name, folder) -> Path:
+def cassette_path(name: str | Path, folder: str | Path) -> Path:
     """Where cassette `name` lives: <folder>/<name>.jsonl (a path ending in .jsonl is kept)."""
     path = Path(name)
     return path if path.suffix == ".jsonl" else Path(folder) / f"{name}.jsonl"
 
 
-def load(path) -> Cassette:
+def load(path: str | Path) -> Cassette:
     """Read a cassette; a missing or damaged one is a UserError saying how to record it.
 
     Example: load("data/cassettes/04_loop.jsonl").header["model"]
@@ -215,21 +222,29 @@ def _reply(entry) -> Reply:
     )
 
 
+class Recordable(StreamingModel, CappedModel, Protocol):
+    """What a Recorder records: a model that streams, has a cap and sums its usage (a live one)."""
+
+    usage: Usage
+
+
 class Recorder:
     """A live model whose every reply is also written to a cassette, with the request's
     fingerprint. The first Recorder of a cassette in a process starts it afresh; later ones
     (the notebook's next Go live cell) append. Example: Recorder(live_model, path, header)"""
 
-    def __init__(self, model, path, header: dict):
+    def __init__(self, model: Recordable, path: str | Path, header: dict) -> None:
         self.live, self.path, self.header = model, Path(path), header
-        self.scrub = None  # the run's own scrubber, when run_guarded is recording (scrubbing)
+        self.scrub: Callable[[Any], Any] | None = (
+            None  # the run's own scrubber, when run_guarded is recording (scrubbing)
+        )
         self.model = model.model if isinstance(model, NamedModel) else ""
         if self.path not in _started:
             _started.add(self.path)
             self.path.write_text(json.dumps(scrubbed(header)) + "\n", encoding="utf-8")
         self.replies = 0
 
-    def scrubbing(self, scrub) -> "Recorder":
+    def scrubbing(self, scrub: Callable[[Any], Any]) -> "Recorder":
         """This recorder, writing each entry through `scrub` too (run_guarded's secrets): a copy.
 
         Example: Recorder(live, path, header).scrubbing(Secrets(["hunter22"]).scrub)
@@ -239,24 +254,24 @@ class Recorder:
         return other
 
     @property
-    def max_output_tokens(self):
+    def max_output_tokens(self) -> int | None:
         return self.live.max_output_tokens
 
     @property
-    def usage(self):
+    def usage(self) -> Usage:
         return self.live.usage
 
     def respond(
         self,
         messages: list,
-        tools=(),
+        tools: Sequence[object] = (),
         *,
         max_output_tokens: int | None = None,
         output_schema: OutputSchema | None = None,
         tool_choice: str = "auto",
     ) -> Reply:
         """The live model's reply, written down. Example: Recorder(...).respond([user("ping")])"""
-        options = dict(
+        options: dict[str, Any] = dict(
             max_output_tokens=max_output_tokens,
             output_schema=output_schema,
             tool_choice=tool_choice,
@@ -273,14 +288,14 @@ class Recorder:
     def stream(
         self,
         messages: list,
-        tools=(),
+        tools: Sequence[object] = (),
         *,
         max_output_tokens: int | None = None,
         output_schema: OutputSchema | None = None,
         tool_choice: str = "auto",
     ) -> Iterator[StreamEvent]:
         """The live model's stream, its completed reply written down."""
-        options = dict(
+        options: dict[str, Any] = dict(
             max_output_tokens=max_output_tokens,
             output_schema=output_schema,
             tool_choice=tool_choice,
@@ -329,12 +344,12 @@ class Replayer:
     Example: Replayer("data/cassettes/04_loop.jsonl").respond(messages, tools)
     """
 
-    def __init__(self, path):
+    def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.cassette = load(self.path)
         self.model = self.cassette.header.get("model", "")
         self.max_output_tokens = None  # what the recording asked for is in each request
-        self.position = None  # the next entry, once the first request has matched
+        self.position: int | None = None  # the next entry, once the first request has matched
         self.usage, self.unreported_turns = Usage(), 0
 
     @property
@@ -344,14 +359,14 @@ class Replayer:
     def respond(
         self,
         messages: list,
-        tools=(),
+        tools: Sequence[object] = (),
         *,
         max_output_tokens: int | None = None,
         output_schema: OutputSchema | None = None,
         tool_choice: str = "auto",
     ) -> Reply:
         """The recorded reply to this request; a changed request stops with where it differs."""
-        options = dict(
+        options: dict[str, Any] = dict(
             max_output_tokens=max_output_tokens,
             output_schema=output_schema,
             tool_choice=tool_choice,
@@ -379,7 +394,7 @@ class Replayer:
     def stream(
         self,
         messages: list,
-        tools=(),
+        tools: Sequence[object] = (),
         *,
         max_output_tokens: int | None = None,
         output_schema: OutputSchema | None = None,
@@ -433,7 +448,9 @@ class Replayer:
         return f"Replayer({self.label}, {len(self.cassette.entries)} replies)"
 
 
-def new_header(settings, server: str, today=datetime.date.today) -> dict:
+def new_header(
+    settings: Settings, server: str, today: Callable[[], datetime.date] = datetime.date.today
+) -> dict:
     """The label of a cassette recorded now with these settings.
 
     Example: new_header(load_settings(), "llama.cpp, local")["date"]  ->  "2026-12-01"

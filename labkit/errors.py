@@ -8,13 +8,15 @@ model reads), GuardrailTripped (a guardrail stopped the run). labkit.failures ex
 failure in one line. No message holds a key: every error scrubs its arguments with keys.redact.
 """
 
+from typing import Any
+
 from .keys import redact
 
 
 class LabkitError(Exception):
     """Base class: something labkit detected and can explain in one line."""
 
-    def __init__(self, *args):
+    def __init__(self, *args: Any) -> None:
         super().__init__(*(redact(arg) for arg in args))
 
 
@@ -28,7 +30,7 @@ class ServiceError(LabkitError):
     `status` is the HTTP status code when there was one, else None.
     """
 
-    def __init__(self, message, status=None):
+    def __init__(self, message: str, status: int | None = None) -> None:
         super().__init__(message)
         self.status = status
 
@@ -40,7 +42,7 @@ class ModelBehaviorError(LabkitError):
 class ToolError(LabkitError):
     """A tool failed. `kind` is a short machine-readable reason, e.g. "not_found"."""
 
-    def __init__(self, message, kind="tool_error"):
+    def __init__(self, message: str, kind: str = "tool_error") -> None:
         super().__init__(message)
         self.kind = kind
 
@@ -48,6 +50,6 @@ class ToolError(LabkitError):
 class GuardrailTripped(LabkitError):
     """A guardrail stopped the run. `reason` is a stop reason such as "repeated_action"."""
 
-    def __init__(self, message, reason=None):
+    def __init__(self, message: str, reason: str | None = None) -> None:
         super().__init__(message)
         self.reason = reason

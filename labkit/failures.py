@@ -6,13 +6,16 @@ nothing of it, so a 401 that quotes the key is never chained. The message names 
 settings point at (labkit.config) and never a key (labkit.keys.redact).
 """
 
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from . import config
 from .errors import LabkitError, ServiceError, UserError
 from .keys import redact
 from .trace import clip
+
+T = TypeVar("T")
 
 
 def _server_message(exc):
@@ -160,14 +163,14 @@ def describe_failure(
 
 
 def call_service(
-    send,
+    send: Callable[..., T],
     model: str | None = None,
     base_url: str | None = None,
     timeout: float | None = None,
     key_source: str | None = None,
-    secrets=(),
+    secrets: Iterable[object] = (),
     key_sent: bool = True,
-):
+) -> T:
     """Return send(); an SDK or network failure becomes one labkit error that keeps nothing of it.
 
     Example: call_service(lambda: client.responses.create(**body), "gpt-5-mini", secrets=(key,))

@@ -12,21 +12,21 @@ than one call (A, B, A, B), budgets across runs.
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import fields, is_dataclass, replace
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from .budget import Budget, schema_tokens
 from .cassettes import Recorder
 from .config import configured_keys, redact
 from .errors import LabkitError, ServiceError, UserError
-from .injection import Untrusted, detect_injection, json_strings
+from .injection import Finding, Untrusted, detect_injection, json_strings
 from .keys import SHORT_KEY, secret_pattern, secrets_from_env
 from .loop import DEFAULT_SYSTEM, Decision, Guard, RunResult, run
-from .models import CappedModel, Model, NamedModel, ToolCall
+from .models import CappedModel, Message, Model, NamedModel, ToolCall
 from .permissions import Permissions
 from .schema import ArgumentError, canonical, parse_arguments, validate_arguments
-from .tools import as_registry
+from .tools import Tool, as_registry
 from .trace import describe_call
 
 G = TypeVar("G", bound=Guard)  # find(Budget) is a Budget
@@ -40,7 +40,7 @@ GUARDED_SYSTEM = DEFAULT_SYSTEM + (
 # ---------------------------------------------------------------- malformed calls and repeats
 
 
-def call_problem(call: ToolCall, tool) -> tuple[str, str] | None:
+def call_problem(call: ToolCall, tool: Tool | None) -> tuple[str, str] | None:
     """(kind, message) when a call cannot run as written (unknown tool, bad JSON), else None.
 
     Example: call_problem(ToolCall("call_1", "calculate", '{"expression": 2'), calculate)[0]
@@ -70,7 +70,7 @@ class Malformed(Guard):
     def __init__(self):
         self.strikes = 0  # malformed calls in this run
 
-    def before_tool(self, run: RunResult, call: ToolCall, tool) -> Decision | None:
+    def before_tool(self, run: RunResult, call: ToolCall, tool: Tool | None) -> Decision | None:
         problem = call_problem(call, tool)
         if problem is None:
             return None
@@ -118,7 +118,7 @@ class Repeats(Guard):
     def __init__(self):
         self.previous = None
 
-    def before_tool(self, run: RunResult, call: ToolCall, tool) -> Decision | None:
+    def before_tool(self, run: RunResult, call: ToolCall, tool: Tool | None) -> Decision | None:
         current = fingerprint(call)
         if current == self.previous:
             return Decision(
@@ -145,7 +145,9 @@ class Secrets(Guard):
     encoded, paraphrased, or cut into three or more pieces out of order.
     """
 
-    def __init__(self, secrets=(), environ=None):
+    def __init__(
+        self, secrets: Iterable[object] = (), environ: Mapping[str, str] | None = None
+    ) -> None:
         self.keys = configured_keys(environ)  # exact text, whatever their length
         self.exact = secret_pattern(self.keys)
         long_keys = [k for k in self.keys if len(k) >= SHORT_KEY]  # as secrets_from_env finds them
@@ -167,7 +169,7 @@ class Secrets(Guard):
             else None
         )
 
-    def scrub(self, value):
+    def scrub(self, value: Any) -> Any:
         """The value with every secret and anything key-like redacted; dicts and lists too."""
         if isinstance(value, str):
             value = redact(value, self.keys)
@@ -185,7 +187,7 @@ class Secrets(Guard):
             )
         return value
 
-    def before_tool(self, run: RunResult, call: ToolCall, tool) -> Decision | None:
+    def before_tool(self, run: RunResult, call: ToolCall, tool: Tool | None) -> Decision | None:
         try:  # check the parsed values too, or "\\u0063anary" walks past
             values = json_strings(parse_arguments(call.arguments))
         except ArgumentError:
@@ -202,7 +204,9 @@ class Secrets(Guard):
             )
         return None
 
-    def after_tool(self, run: RunResult, call: ToolCall, result):
+    def after_tool(
+        self, run: RunResult, call: ToolCall, result: dict[str, Any] | str
+    ) -> dict[str, Any] | str:
         clean = self.scrub(result)
         return result if clean == result else clean
 
@@ -221,10 +225,10 @@ class Secrets(Guard):
 def guards(
     budget: Budget | None = None,
     max_risk: str = "low",
-    approve=None,
-    secrets=(),
-    detector=detect_injection,
-    allowed_hosts=(),
+    approve: Callable[[ToolCall, Tool], object] | None = None,
+    secrets: Iterable[object] = (),
+    detector: Callable[[str], Finding] | None = detect_injection,
+    allowed_hosts: Iterable[str] | None = (),
 ) -> "Guards":
     """Every guard of this stage, in the order they are asked.
     Example: loop.run(..., guard=guards())"""
@@ -242,7 +246,7 @@ class Guards(Guard):
     """Several guards as one: the first refuse or stop wins, and later guards are not asked (no one
     is asked to approve a call refused anyway); after_tool passes the result through each."""
 
-    def __init__(self, *members):
+    def __init__(self, *members: Guard) -> None:
         self.members = members
 
     def _first(self, decisions):
@@ -256,10 +260,12 @@ class Guards(Guard):
     def before_model(self, run: RunResult) -> Decision | None:
         return self._first(g.before_model(run) for g in self.members)
 
-    def before_tool(self, run: RunResult, call: ToolCall, tool) -> Decision | None:
+    def before_tool(self, run: RunResult, call: ToolCall, tool: Tool | None) -> Decision | None:
         return self._first(g.before_tool(run, call, tool) for g in self.members)
 
-    def after_tool(self, run: RunResult, call: ToolCall, result):
+    def after_tool(
+        self, run: RunResult, call: ToolCall, result: dict[str, Any] | str
+    ) -> dict[str, Any] | str:
         for g in self.members:
             result = g.after_tool(run, call, result)
         return result
@@ -271,17 +277,17 @@ class Guards(Guard):
 def run_guarded(
     task: str,
     model: Model,
-    tools,
+    tools: Iterable[Tool | Callable[..., Any]],
     *,
     budget: Budget | None = None,
     max_risk: str = "low",
-    approve=None,
-    secrets=(),
-    detector=detect_injection,
+    approve: Callable[[ToolCall, Tool], object] | None = None,
+    secrets: Iterable[object] = (),
+    detector: Callable[[str], Finding] | None = detect_injection,
     system: str = GUARDED_SYSTEM,
-    history=(),
-    clock=time.perf_counter,
-    allowed_hosts=(),
+    history: Iterable[Message] = (),
+    clock: Callable[[], float] = time.perf_counter,
+    allowed_hosts: Iterable[str] | None = (),
     tool_choice: str | Callable[[int], str] = "auto",
 ) -> RunResult:
     """labkit.loop.run with every guardrail; the result, trace and any error have no secret in them.

@@ -11,7 +11,8 @@ client (`openai_client` makes every one). The JSON bodies and reply readers are 
 `doctor()` and `probe()` are in probe.py. Left out: images and audio, async, automatic retries.
 """
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from . import cassettes
 from .config import (
@@ -49,10 +50,13 @@ from .wire import (  # noqa: F401 (read_output and sent_call: labkit.live's, as 
     sent_call,
 )
 
+if TYPE_CHECKING:  # the SDK is imported only when a live model is made
+    import openai
+
 
 def request_preview(
     messages: list,
-    tools=(),
+    tools: Sequence[object] = (),
     api: str | None = None,
     model: str | None = None,
     tool_choice: str = "auto",
@@ -79,7 +83,7 @@ def openai_client(
     max_retries: int = 0,
     key_name: str = "OPENAI_API_KEY",
     key_source: str | None = None,
-):
+) -> "openai.OpenAI":
     """The one way labkit makes an `openai.OpenAI` client: the key and the settings checked first.
 
     Live models and live embeddings (labkit.embed) both get their client here.
@@ -111,7 +115,7 @@ class _LiveModel:
     def request_preview(
         self,
         messages: list,
-        tools=(),
+        tools: Sequence[object] = (),
         max_output_tokens: int | None = None,
         output_schema: OutputSchema | None = None,
         tool_choice: str = "auto",
@@ -177,7 +181,7 @@ class _LiveModel:
     def respond(
         self,
         messages: list,
-        tools=(),
+        tools: Sequence[object] = (),
         *,
         max_output_tokens: int | None = None,
         output_schema: OutputSchema | None = None,
@@ -204,7 +208,7 @@ class _LiveModel:
     def stream(
         self,
         messages: list,
-        tools=(),
+        tools: Sequence[object] = (),
         *,
         max_output_tokens: int | None = None,
         output_schema: OutputSchema | None = None,
@@ -235,7 +239,9 @@ class ResponsesModel(_LiveModel):
     Example: ResponsesModel("gpt-5-mini", api_key=key).respond([user("ping")]).text
     """
 
-    def __init__(self, model=DEFAULT_MODEL, *, replay_reasoning=False, **options):
+    def __init__(
+        self, model: str = DEFAULT_MODEL, *, replay_reasoning: bool = False, **options: Any
+    ) -> None:
         super().__init__(model, **options)
         self.replay_reasoning = replay_reasoning
 
@@ -244,7 +250,7 @@ class ResponsesModel(_LiveModel):
     def request_preview(
         self,
         messages: list,
-        tools=(),
+        tools: Sequence[object] = (),
         max_output_tokens: int | None = None,
         output_schema: OutputSchema | None = None,
         tool_choice: str = "auto",
@@ -285,7 +291,7 @@ class ChatModel(_LiveModel):
     def request_preview(
         self,
         messages: list,
-        tools=(),
+        tools: Sequence[object] = (),
         max_output_tokens: int | None = None,
         output_schema: OutputSchema | None = None,
         tool_choice: str = "auto",
@@ -325,7 +331,7 @@ class ChatModel(_LiveModel):
 
 def connect(
     mode: str | None = None,
-    script=(),
+    script: Iterable[object] = (),  # Steps, or functions (messages, tools) -> Step
     max_output_tokens: int | None = None,
     cassette: str | None = None,
 ) -> Model:
@@ -343,7 +349,7 @@ def connect(
     path = cassettes.cassette_path(cassette, s.cassette_dir) if cassette else None
     if s.mode == "offline" or (s.mode == "replay" and path is None):
         return ScriptedModel(script)
-    if s.mode == "replay":
+    if s.mode == "replay" and path is not None:  # replay without a path returned above
         return cassettes.Replayer(path)
     try:
         model = _live_model(s, max_output_tokens)

@@ -13,13 +13,14 @@ async and parallel tool execution, durable state (07_runtime).
 """
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import ServiceError, UserError
 from .failures import explain
 from .models import (
+    Message,
     Model,
     Reply,
     StreamingModel,
@@ -32,7 +33,7 @@ from .models import (
     user,
 )
 from .models import system as system_message
-from .tools import as_registry, execute, failure, result_text
+from .tools import Tool, as_registry, execute, failure, result_text
 from .trace import Trace, clip, describe_call
 
 # What the loop and its guards (05_guardrails) can end a run with; 07's runtime has its own.
@@ -86,10 +87,12 @@ class Guard:
     def before_model(self, run: "RunResult") -> Decision | None:
         return None
 
-    def before_tool(self, run: "RunResult", call: ToolCall, tool) -> Decision | None:
+    def before_tool(self, run: "RunResult", call: ToolCall, tool: Tool | None) -> Decision | None:
         return None
 
-    def after_tool(self, run: "RunResult", call: ToolCall, result):
+    def after_tool(
+        self, run: "RunResult", call: ToolCall, result: dict[str, Any] | str
+    ) -> dict[str, Any] | str:
         return result
 
 
@@ -140,7 +143,9 @@ def next_action(reply: Reply) -> str:
 POLICIES = ("auto", "none", "required", "required-first")  # or a tool's name, or turn -> choice
 
 
-def check_policy(policy, tools) -> None:
+def check_policy(
+    policy: str | Callable[[int], str], tools: Iterable[Tool | Callable[..., Any]]
+) -> None:
     """Refuse a tool_choice policy that is none of POLICIES, an offered tool's name or a function.
 
     Example: check_policy("required-first", [get_weather])   # passes; check_policy("yes", ...)
@@ -158,7 +163,9 @@ def check_policy(policy, tools) -> None:
     )
 
 
-def turn_choice(policy: str | Callable[[int], str], turn: int, run: RunResult, tools) -> str:
+def turn_choice(
+    policy: str | Callable[[int], str], turn: int, run: RunResult, tools: Iterable[object]
+) -> str:
     """The tool_choice of one turn (counted from 1) under a run's policy.
 
     A function gives each turn's choice explicitly. "required-first" is "required" on turn 1 and
@@ -206,11 +213,11 @@ def _consult(run, decision, where, actions=("allow", "refuse", "stop")):
 def model_turn(
     run: RunResult,
     model: Model,
-    tools,
+    tools: Sequence[object],
     started: float,
-    clock,
+    clock: Callable[[], float],
     max_output_tokens: int | None = None,
-    stream=False,
+    stream: bool | Callable[..., object] = False,
     tool_choice: str = "auto",
 ) -> Reply | None:
     """One model turn: call the model with the history, add its usage, trace it, append its reply.
@@ -252,7 +259,9 @@ def model_turn(
     return reply
 
 
-def record(run: RunResult, call: ToolCall, result, elapsed: float = 0.0) -> None:
+def record(
+    run: RunResult, call: ToolCall, result: dict[str, Any] | str, elapsed: float = 0.0
+) -> None:
     """Append one call's result to the history (paired by call_id) and the trace; count it.
 
     Example: record(result, call, execute(call, registry))
@@ -269,7 +278,14 @@ def record(run: RunResult, call: ToolCall, result, elapsed: float = 0.0) -> None
         run.failed[call.name] = f"failed: {describe_call(call)} -> {result.get('error')}"
 
 
-def finish(run: RunResult, reason: str, message: str, started: float, clock, calls=()) -> RunResult:
+def finish(
+    run: RunResult,
+    reason: str,
+    message: str,
+    started: float,
+    clock: Callable[[], float],
+    calls: Iterable[ToolCall] = (),
+) -> RunResult:
     """End the run: answer unanswered calls with "not_run", write the stop, the report and the time.
 
     Example: return finish(result, "turn_limit", "used all 6 turns", started, clock)
@@ -312,7 +328,12 @@ def _call_tool(run, call, registry, guard, clock):
     return None
 
 
-def start(task: str, system: str | None = None, history=(), clock=time.perf_counter) -> RunResult:
+def start(
+    task: str,
+    system: str | None = None,
+    history: Iterable[Message] = (),
+    clock: Callable[[], float] = time.perf_counter,
+) -> RunResult:
     """Step 1 of run: a RunResult whose history is the system prompt, the earlier messages (paired;
     their system messages dropped) and the task as a user message.
 
@@ -329,15 +350,15 @@ def start(task: str, system: str | None = None, history=(), clock=time.perf_coun
 def run(
     task: str,
     model: Model,
-    tools,
+    tools: Iterable[Tool | Callable[..., Any]],
     max_turns: int = 6,
     max_calls: int = 8,
     system: str | None = None,
-    history=(),
+    history: Iterable[Message] = (),
     guard: Guard | None = None,
-    clock=time.perf_counter,
+    clock: Callable[[], float] = time.perf_counter,
     max_output_tokens: int | None = None,
-    stream=False,
+    stream: bool | Callable[..., object] = False,
     tool_choice: str | Callable[[int], str] = "auto",
 ) -> RunResult:
     """Run the agent loop on one task until the model answers or a limit stops it.

@@ -9,7 +9,7 @@ Left out: images and audio.
 """
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,7 +66,7 @@ def _kind(value):
     return "null" if value is None else f"a Python {type(value).__name__}"
 
 
-def as_text(value) -> str:
+def as_text(value: object) -> str:
     """A tool call's field as text: text stays, None is "", anything else is its JSON.
 
     Example: as_text({"city": "Paris"})  ->  '{"city": "Paris"}'
@@ -155,7 +155,7 @@ class ToolSpec:
     strict: bool = True  # OpenAI strict mode: additionalProperties false, all properties required
 
 
-def as_tool_spec(tool) -> ToolSpec:
+def as_tool_spec(tool: object) -> ToolSpec:
     """Accept a ToolSpec, a dict, or any object with name/description/parameters (a labkit Tool)."""
     if isinstance(tool, ToolSpec):
         return tool
@@ -171,7 +171,7 @@ def as_tool_spec(tool) -> ToolSpec:
     return ToolSpec(get("name"), get("description", ""), get("parameters"), get("strict", True))
 
 
-def to_api(tool, api: str) -> dict:
+def to_api(tool: object, api: str) -> dict[str, Any]:
     """A tool spec as the Responses API or the Chat Completions API wants it in `tools=[...]`.
 
     The one renderer: the live adapters, request previews and ToolRegistry.specs all use it.
@@ -194,7 +194,7 @@ def to_api(tool, api: str) -> dict:
 TOOL_CHOICES = ("auto", "required", "none")  # or one offered tool's name: call exactly that one
 
 
-def check_tool_choice(choice: str, tools=()) -> str:
+def check_tool_choice(choice: str, tools: Iterable[object] = ()) -> str:
     """The tool_choice as given, once it is one the APIs accept with these tools; else UserError.
 
     "auto": the model decides (the default, never sent); "required": it must call a tool;

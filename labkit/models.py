@@ -12,10 +12,10 @@ Left out: images and audio, async.
 import copy
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import count
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from .config import DEFAULT_MODEL
 from .errors import UserError
@@ -65,7 +65,7 @@ class Completed:
 CUT = "stream_interrupted"  # the incomplete_reason of a stream that ended before it completed
 
 
-def stream_reply(reply: "Reply"):
+def stream_reply(reply: "Reply") -> Iterator["StreamEvent"]:
     """A finished reply as the events a streaming server sends: its words, each call, Completed.
 
     Example: [type(e).__name__ for e in stream_reply(Reply("hi there"))]
@@ -79,7 +79,9 @@ def stream_reply(reply: "Reply"):
     yield Completed(reply)
 
 
-def collect(events, on_event=None) -> "Reply":
+def collect(
+    events: Iterable["StreamEvent"], on_event: Callable[["StreamEvent"], object] | None = None
+) -> "Reply":
     """The Reply a stream ends with; a stream that stops before Completed is an incomplete reply
     of the text so far and no tool calls (a half-sent call is never run).
 
@@ -114,8 +116,8 @@ class Model(Protocol):
 
     def respond(
         self,
-        messages: list,
-        tools=(),
+        messages: list[Message],
+        tools: Sequence[object] = (),
         *,
         max_output_tokens: int | None = None,
         output_schema: OutputSchema | None = None,
@@ -132,8 +134,8 @@ class StreamingModel(Model, Protocol):
 
     def stream(
         self,
-        messages: list,
-        tools=(),
+        messages: list[Message],
+        tools: Sequence[object] = (),
         *,
         max_output_tokens: int | None = None,
         output_schema: OutputSchema | None = None,
@@ -199,12 +201,12 @@ def say(text: str) -> Step:
     return Step(text=text)
 
 
-def call(name: str, /, **arguments) -> Step:
+def call(name: str, /, **arguments: Any) -> Step:
     """A step where the model calls a tool. Example: call("get_weather", city="Beijing")"""
     return Step(calls=((name, json.dumps(arguments, ensure_ascii=False)),))
 
 
-def raw_call(name, arguments) -> Step:
+def raw_call(name: object, arguments: object) -> Step:
     """A call given verbatim: broken JSON, or a name or arguments that are not text at all.
 
     Example: raw_call("f", '{"x": ')   or   raw_call(["f"], {"x": 1})
@@ -256,11 +258,11 @@ class ScriptedModel:
 
     def __init__(
         self,
-        steps=(),
+        steps: Iterable[object] = (),  # Steps, or functions (messages, tools) -> Step
         count_as: str | None = DEFAULT_MODEL,
         enforce_schema: bool = True,
         enforce_tool_choice: bool = True,
-    ):
+    ) -> None:
         self.steps = list(steps)
         self.enforce_schema, self.enforce_tool_choice = enforce_schema, enforce_tool_choice
         self.position = 0
@@ -272,8 +274,8 @@ class ScriptedModel:
 
     def respond(
         self,
-        messages: list,
-        tools=(),
+        messages: list[Message],
+        tools: Sequence[object] = (),
         *,
         max_output_tokens: int | None = None,
         output_schema: OutputSchema | None = None,
@@ -331,8 +333,8 @@ class ScriptedModel:
 
     def stream(
         self,
-        messages: list,
-        tools=(),
+        messages: list[Message],
+        tools: Sequence[object] = (),
         *,
         max_output_tokens: int | None = None,
         output_schema: OutputSchema | None = None,

@@ -9,13 +9,15 @@ Deliberately left out: reflection, tree search, parallel steps, replanning after
 import json
 import re
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from .errors import ModelBehaviorError
 from .loop import RunResult, finish, model_turn, record, run
 from .models import Model, ToolCall, user
 from .models import system as system_message
-from .tools import as_registry, execute, result_text
+from .tools import Tool, as_registry, execute, result_text
 from .trace import Trace, clip
 
 REACT_PROMPT = """Answer the task. You can use these tools:
@@ -36,7 +38,7 @@ After an action you get "Observation: <the tool result as JSON>". Write one acti
 never write an Observation yourself."""
 
 
-def describe_tools(registry) -> str:
+def describe_tools(registry: Iterable[Tool]) -> str:
     """One line per tool for a text prompt: name(argument: type, ...): description."""
     lines = []
     for t in registry:
@@ -89,7 +91,12 @@ def parse_react(text: str) -> ReactStep:
 
 
 def run_react(
-    task: str, model: Model, tools, max_turns: int = 6, max_calls: int = 8, clock=time.perf_counter
+    task: str,
+    model: Model,
+    tools: Iterable[Tool | Callable[..., Any]],
+    max_turns: int = 6,
+    max_calls: int = 8,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> RunResult:
     """The loop over the ReAct text protocol: tools are described in the prompt, not sent as tools.
 
@@ -165,11 +172,11 @@ def parse_plan(text: str, max_steps: int = 5) -> list[str]:
 def plan_and_execute(
     task: str,
     model: Model,
-    tools,
+    tools: Iterable[Tool | Callable[..., Any]],
     max_steps: int = 5,
     max_turns: int = 4,
     max_calls: int = 8,
-    clock=time.perf_counter,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> RunResult:
     """Ask the model for a plan, then run() each step with the history so far.
 

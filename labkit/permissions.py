@@ -11,11 +11,12 @@ with no network) and separates plans from data.
 
 import json
 import re
+from collections.abc import Callable, Iterable
 from urllib.parse import urlsplit
 
 from .errors import UserError
 from .injection import UNTRUSTED
-from .loop import Decision, Guard
+from .loop import Decision, Guard, RunResult
 from .models import ToolCall
 from .schema import ArgumentError, parse_arguments
 from .tools import RISKS, Tool, approved, risk_above
@@ -70,13 +71,18 @@ class Permissions(Guard):
     allow within_risk, allow_listed or approved; refuse not_permitted, not_approved, approval_error.
     """
 
-    def __init__(self, max_risk="low", approve=None, allowed_hosts=()):
+    def __init__(
+        self,
+        max_risk: str = "low",
+        approve: Callable[[ToolCall, Tool], object] | None = None,
+        allowed_hosts: Iterable[str] | None = (),
+    ) -> None:
         if max_risk not in RISKS:
             raise UserError(f"max_risk {max_risk!r} is not one of {', '.join(RISKS)}")
         self.max_risk, self.approve = max_risk, approve
         self.allowed_hosts = check_hosts(allowed_hosts)
 
-    def before_tool(self, run, call: ToolCall, tool: Tool | None) -> Decision | None:
+    def before_tool(self, run: RunResult, call: ToolCall, tool: Tool | None) -> Decision | None:
         if tool is None or call.problem:
             return None  # it never runs: execute() refuses it
         if risk_above(tool.risk, self.max_risk):
@@ -168,7 +174,7 @@ def destinations(call: ToolCall, tool: Tool) -> list:
     ]
 
 
-def destination_host(value) -> str | None:
+def destination_host(value: object) -> str | None:
     """The host a destination names — an http(s) URL, an e-mail address or a bare host — in lower
     case; None when it names none plainly (userinfo, a backslash, spaces, other schemes, non-ASCII).
 
@@ -197,7 +203,7 @@ def destination_host(value) -> str | None:
     return host if _HOST.fullmatch(host) else None
 
 
-def check_hosts(allowed_hosts) -> tuple[str, ...]:
+def check_hosts(allowed_hosts: Iterable[str] | None) -> tuple[str, ...]:
     """The allow-list in lower case. An entry allows exactly that host; "*.example.org" allows every
     host below example.org, not example.org itself. Example: check_hosts(["Docs.Python.org"])"""
     if allowed_hosts is None:
@@ -219,7 +225,7 @@ def check_hosts(allowed_hosts) -> tuple[str, ...]:
     return tuple(hosts)
 
 
-def allow_listed(host: str | None, allowed_hosts) -> bool:
+def allow_listed(host: str | None, allowed_hosts: Iterable[str] | None) -> bool:
     """Whether a host is on the allow-list: equal to an entry, or below a "*." entry; no substrings.
 
     Example: allow_listed("docs.example.org.exfil.example", ["docs.example.org"])  ->  False

@@ -11,7 +11,9 @@ Berkeley function-calling leaderboard) test a model's tool use far more widely.
 
 import json
 import sys
+from collections.abc import Callable
 from importlib import metadata
+from typing import Any
 
 from .config import REPO_ROOT, key_required, load_settings, shown_url
 from .errors import LabkitError, UserError
@@ -122,7 +124,7 @@ def recommend(results: dict) -> str:
     return (usable or speaking or [""])[0]
 
 
-def probe(environ: dict | None = None, show=print) -> dict:
+def probe(environ: dict | None = None, show: Callable[[str], object] = print) -> dict:
     """Ask the configured endpoint what it supports, print a table and the LABKIT_API to use.
 
     Returns {api: {check: (ok, note)}}. Sends real requests: run it in live mode only.
@@ -132,7 +134,7 @@ def probe(environ: dict | None = None, show=print) -> dict:
     if s.key_problem():  # every request would be refused: send none
         show(f"probe cannot start: {s.key_problem()}")
         return {}
-    options = dict(
+    options: dict[str, Any] = dict(
         api_key=s.api_key,
         base_url=s.base_url,
         timeout=s.timeout,

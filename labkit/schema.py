@@ -10,8 +10,11 @@ Deliberately left out: most of JSON Schema (production uses the jsonschema libra
 
 import json
 import math
+from typing import Any, TypeVar
 
 from .errors import ModelBehaviorError, UserError
+
+T = TypeVar("T")
 
 MAX_ARGUMENT_CHARS = 20_000  # longer arguments are refused before parsing
 MAX_DEPTH = 32  # nesting of arguments; deeper is refused, never a RecursionError
@@ -21,7 +24,7 @@ DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 class ArgumentError(ModelBehaviorError):
     """The model's arguments are not valid JSON or do not match the schema. `kind` names which."""
 
-    def __init__(self, message, kind="invalid_arguments"):
+    def __init__(self, message: str, kind: str = "invalid_arguments") -> None:
         super().__init__(message)
         self.kind = kind
 
@@ -101,7 +104,7 @@ def parse_arguments(text: str) -> dict:
 # ---------------------------------------------------------------- text and ids anything can store
 
 
-def printable(value) -> str:
+def printable(value: object) -> str:
     """Anything as text a message, trace or file can hold: repr for non-strings, bad text escaped.
 
     Example: printable(["a"])  ->  "['a']";  a lone surrogate comes back as the 6 characters \\udcff
@@ -113,7 +116,7 @@ def printable(value) -> str:
 WHOLE_CHARACTERS = "use whole characters (an emoji as itself, or both its halves: \\ud83d\\ude00)"
 
 
-def unencodable(value, path: str = "text") -> str | None:
+def unencodable(value: object, path: str = "text") -> str | None:
     """Where `value` holds text UTF-8 cannot encode, in one line (what, not the fix); else None.
 
     A lone surrogate ("\\ud83d", half of a UTF-16 pair; or a byte that was not UTF-8, as Python
@@ -141,7 +144,7 @@ def unencodable(value, path: str = "text") -> str | None:
     return None
 
 
-def check_text(value, path: str = "arguments", error: type | None = None):
+def check_text(value: T, path: str = "arguments", error: type[Exception] | None = None) -> T:
     """`value` if all its text is UTF-8; else ArgumentError "invalid_text", or `error` if given.
 
     ArgumentError is the model's to fix (its arguments); pass error=UserError for the caller's text.
@@ -154,7 +157,7 @@ def check_text(value, path: str = "arguments", error: type | None = None):
     return value
 
 
-def required_id(value, name: str, how: str) -> str:
+def required_id(value: object, name: str, how: str) -> str:
     """`value` when it is a usable id: a string, not blank, no spaces at its ends, all UTF-8 text.
 
     Anything else (None, 3, "", "  ", " ana", "\\udcff") raises UserError naming `name`, then `how`
@@ -184,7 +187,7 @@ ANNOTATIONS = ("description", "title", "$comment", "$schema")  # no effect on va
 JSON_TYPES = ("string", "integer", "number", "boolean", "object", "array", "null")
 
 
-def json_type(value) -> str:
+def json_type(value: object) -> str:
     """The JSON type name of a parsed value ("integer" for 3, "boolean" for True, never both).
 
     Example: json_type(True)  ->  "boolean"
@@ -197,7 +200,7 @@ def json_type(value) -> str:
     return next((n for cls, n in names.items() if isinstance(value, cls)), type(value).__name__)
 
 
-def is_number(value) -> bool:
+def is_number(value: object) -> bool:
     """Whether `value` is a JSON number: an int or a float, never a bool (True is an int in Python).
 
     Example: is_number(True)  ->  False
@@ -218,7 +221,7 @@ def _has_type(value, name):
     return kind == name or (name == "number" and kind == "integer")
 
 
-def json_equal(a, b) -> bool:
+def json_equal(a: Any, b: Any) -> bool:
     """Equality as JSON means it: 1 == 1.0, but 1 != true and 0 != false (unlike Python).
 
     Example: json_equal(1, True)  ->  False
@@ -235,7 +238,7 @@ def json_equal(a, b) -> bool:
     return a == b
 
 
-def check_schema(schema, path: str = "schema") -> None:
+def check_schema(schema: object, path: str = "schema") -> None:
     """Raise UnsupportedSchema unless validate_arguments checks every keyword, at every depth.
 
     Example: check_schema({"type": "string", "maxLength": 3})   # raises: maxLength is not checked
@@ -350,7 +353,7 @@ def _object_problems(value, schema, path):
             yield from _problems(item, schema["additionalProperties"], f"{path}.{name}")
 
 
-def validate_arguments(arguments, schema: dict, path: str = "arguments") -> None:
+def validate_arguments(arguments: Any, schema: dict[str, Any], path: str = "arguments") -> None:
     """Check a parsed JSON value against a schema of the supported subset; raise on problems.
 
     Raises UnsupportedSchema for a keyword outside the subset, ArgumentError (listing up to three
@@ -367,7 +370,7 @@ def validate_arguments(arguments, schema: dict, path: str = "arguments") -> None
         raise ArgumentError("; ".join(problems[:3]) + more)
 
 
-def normalize_arguments(value, schema: dict | None):
+def normalize_arguments(value: Any, schema: dict[str, Any] | None) -> Any:
     """Valid arguments in one form: a whole-number float becomes an int where that is the type.
 
     JSON does not tell 30 from 30.0, and validation accepts both as an integer (as JSON Schema
@@ -400,7 +403,7 @@ def _one_number(value):
     return value
 
 
-def canonical(arguments) -> str:
+def canonical(arguments: Any) -> str:
     """One text per JSON value: sorted keys, no spaces, 30.0 written as 30 (05 repeats, 07 ids).
 
     subtle: validation accepts 30.0 as an integer (JSON Schema does), so if 30 and 30.0 were two
@@ -415,7 +418,7 @@ def canonical(arguments) -> str:
     )
 
 
-def check_strict(schema, path: str = "parameters") -> None:
+def check_strict(schema: dict[str, Any] | bool, path: str = "parameters") -> None:
     """Raise UserError unless `schema` is what OpenAI strict mode accepts, at every depth.
 
     Strict mode wants every object closed (additionalProperties: false) and every property required.

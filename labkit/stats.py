@@ -10,6 +10,7 @@ testing, clustered cases (scipy.stats, statsmodels).
 """
 
 import math
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 from statistics import NormalDist
 
@@ -40,7 +41,7 @@ def _outcomes(values, name="values") -> np.ndarray:
 
 
 def bootstrap_ci(
-    values, confidence: float = 0.95, resamples: int = 10_000, seed: int = 0
+    values: Iterable[float], confidence: float = 0.95, resamples: int = 10_000, seed: int = 0
 ) -> Interval:
     """The mean of per-case values with a percentile bootstrap interval (seeded: reproducible).
 
@@ -92,7 +93,13 @@ class Comparison:
         )
 
 
-def compare(old, new, alpha: float = 0.05, resamples: int = 10_000, seed: int = 0) -> Comparison:
+def compare(
+    old: Iterable[float],
+    new: Iterable[float],
+    alpha: float = 0.05,
+    resamples: int = 10_000,
+    seed: int = 0,
+) -> Comparison:
     """Compare two versions' per-case success on the SAME cases, in the same order.
 
     Only the cases where they disagree carry information (a case both pass or both fail says
@@ -172,7 +179,7 @@ def _discordant_counts(n: int, discordant: float) -> np.ndarray:
     return np.exp(logfact[n] - logfact[j] - logfact[n - j] + terms)
 
 
-def mcnemar_power(n: int, old: float, new: float, discordant: float, alpha: float = 0.05):
+def mcnemar_power(n: int, old: float, new: float, discordant: float, alpha: float = 0.05) -> float:
     """Exact power of compare's test on n paired cases: the chance McNemar's p < alpha, summed
     over every count of discordant cases and every split of them (enumeration, no approximation).
 
@@ -183,7 +190,7 @@ def mcnemar_power(n: int, old: float, new: float, discordant: float, alpha: floa
 
 
 def cases_needed(
-    old: float, new: float, alpha: float = 0.05, power: float = 0.8, discordant=None
+    old: float, new: float, alpha: float = 0.05, power: float = 0.8, discordant: float | None = None
 ) -> int:
     """Cases needed to detect success `old` -> `new` (two-sided `alpha`, with `power`).
 
@@ -216,7 +223,7 @@ def cases_needed(
     return n
 
 
-def cohen_kappa(first, second) -> float:
+def cohen_kappa(first: Iterable[Hashable], second: Iterable[Hashable]) -> float:
     """Cohen's kappa: agreement between two raters beyond what their label rates give by chance.
 
     kappa = (observed - expected) / (1 - expected), where expected = sum over labels of the

@@ -8,8 +8,11 @@ cut off mid-way ends as an incomplete reply with no tool calls: nothing half-sen
 Deliberately left out: async streams, reasoning summaries, audio; production adds reconnection.
 """
 
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
 from .errors import LabkitError, ServiceError
-from .models import CUT, Completed, Reply, TextDelta, ToolCallDelta
+from .models import CUT, Completed, Reply, StreamEvent, TextDelta, ToolCallDelta
 
 
 def _as_dict(event):
@@ -17,12 +20,15 @@ def _as_dict(event):
     return event.to_dict(warnings=False) if hasattr(event, "to_dict") else dict(event)
 
 
-def responses_events(sdk_events, parse):
+def responses_events(
+    sdk_events: Iterable[Any], parse: Callable[[dict[str, Any]], Reply]
+) -> Iterator[StreamEvent]:
     """Responses API events as labkit events; `parse(response_dict)` reads the final response.
 
     Example: for event in responses_events(client.responses.create(..., stream=True), parse): ...
     """
-    said, calls = [], {}  # calls: output_index -> (call_id, name)
+    said: list[str] = []
+    calls: dict[int, tuple[str, str]] = {}  # output_index -> (call_id, name)
     try:
         for raw in sdk_events:
             event = _as_dict(raw)
@@ -60,10 +66,15 @@ def _responses_delta(event, said, calls):
     return None
 
 
-def chat_events(sdk_chunks, parse):
+def chat_events(
+    sdk_chunks: Iterable[Any], parse: Callable[[dict[str, Any]], Reply]
+) -> Iterator[StreamEvent]:
     """Chat Completions chunks as labkit events; the pieces are joined into one completion body
     and read by `parse`, the adapter's own reader. Example: see responses_events."""
-    said, calls, finish, usage = [], {}, None, None
+    said: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}  # index -> the call so far, as a Chat body holds it
+    finish: str | None = None
+    usage: dict[str, Any] | None = None
     try:
         for raw in sdk_chunks:
             chunk = _as_dict(raw)
@@ -107,7 +118,7 @@ def _chat_completion(said, calls, finish, usage):
     return {**body, **({"usage": usage} if usage else {})}
 
 
-def shown(events):
+def shown(events: Iterable[StreamEvent]) -> Iterator[StreamEvent]:
     """Pass a stream through while its text appears as it arrives (a Jupyter display updated in
     place), then print the final text: the saved output is that text alone, whatever the timing.
 

@@ -12,7 +12,9 @@ Hugging Face `tokenizers`), image and audio tokens, and the server's own layout 
 
 import re
 import warnings
+from collections.abc import Sequence
 from functools import cache
+from typing import Any
 
 from .config import DEFAULT_MODEL
 from .errors import UserError
@@ -95,7 +97,7 @@ def exact(text: str) -> int:
     return total + len(encoding.encode_ordinary(text[start:]))
 
 
-def count(text_or_messages, model: str | None = DEFAULT_MODEL) -> int:
+def count(text_or_messages: str | Sequence[Any], model: str | None = DEFAULT_MODEL) -> int:
     """Tokens in a text, or in a message list as a chat model reads it: exact for a model labkit
     has the tokenizer of (source(model) == "counted"), else the chars/4 estimate.
 

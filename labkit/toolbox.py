@@ -183,7 +183,7 @@ def _not_found(name, names):
     )
 
 
-def doc_tools(root=DOCS_DIR) -> tuple[Tool, Tool]:
+def doc_tools(root: str | Path = DOCS_DIR) -> tuple[Tool, Tool]:
     """The list_docs and read_doc tools, confined to the handbook-*.md files directly inside `root`.
 
     Example: list_docs, read_doc = doc_tools(tmp_path)   # tests use a temporary folder

@@ -15,7 +15,9 @@ import re
 import types
 import typing
 import unicodedata
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any, overload
 
 from .config import redact
 from .errors import ToolError, UserError
@@ -172,9 +174,29 @@ def _docstring_parts(fn):
     return " ".join(head.split()), described
 
 
+@overload
 def tool(
-    fn=None, *, name: str | None = None, risk: str = "low", egress: bool | str | tuple = False
-):
+    fn: Callable[..., Any],
+    *,
+    name: str | None = None,
+    risk: str = "low",
+    egress: bool | str | tuple = False,
+) -> Tool: ...
+@overload
+def tool(
+    fn: None = None,
+    *,
+    name: str | None = None,
+    risk: str = "low",
+    egress: bool | str | tuple = False,
+) -> Callable[[Callable[..., Any]], Tool]: ...
+def tool(
+    fn: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    risk: str = "low",
+    egress: bool | str | tuple = False,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a Tool from a function, deriving a strict schema from its type hints and docstring.
 
     egress: whether it sends data off the machine — the argument naming where, or True.
@@ -225,8 +247,9 @@ class ToolRegistry:
     Example: registry = ToolRegistry([calculate, get_weather]); registry.names()
     """
 
-    def __init__(self, tools=()):
-        self.tools, seen = {}, {}
+    def __init__(self, tools: Iterable[Tool | Callable[..., Any]] = ()) -> None:
+        self.tools: dict[str, Tool] = {}
+        seen: dict[str, str] = {}
         for t in tools:
             t = t if isinstance(t, Tool) else tool(t)
             if t.name in self.tools:
@@ -257,7 +280,7 @@ class ToolRegistry:
         """What a model is offered: the Tool objects, or each as an API wants it (to_api)."""
         return [t if api is None else to_api(t, api) for t in self.tools.values()]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Tool]:
         return iter(self.tools.values())
 
     def __contains__(self, name):
@@ -270,7 +293,7 @@ class ToolRegistry:
         return f"ToolRegistry({', '.join(self.tools)})"
 
 
-def as_registry(tools) -> ToolRegistry:
+def as_registry(tools: Iterable[Tool | Callable[..., Any]]) -> ToolRegistry:
     """`tools` as a ToolRegistry: a registry stays itself, a list of tools becomes one.
 
     Example: as_registry([calculate]).names()  ->  ["calculate"]
@@ -373,7 +396,7 @@ def result_text(result: dict) -> str:
 YES_WORDS = frozenset({"y", "yes", "是", "是的", "好", "好的", "可以", "同意"})
 
 
-def approved(answer) -> bool:
+def approved(answer: object) -> bool:
     """Whether a person's answer is consent: only True, or exactly one of YES_WORDS; all else is no.
 
     Memory (03: remember, consolidate) and permissions (05) ask through this one rule. A sentence

@@ -13,9 +13,17 @@ metrics, persistence (see 07_runtime).
 import html
 import json
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
 
 from .keys import redact
+from .messages import Reply, ToolCall
+
+if TYPE_CHECKING:  # opentelemetry is imported only when spans are made
+    from opentelemetry.sdk.trace import ReadableSpan
+    from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 
 @dataclass
@@ -33,7 +41,7 @@ class Event:
         return f"{self.turn:>2} {self.kind:<5} {self.summary}{tokens}{clock}"
 
 
-def clip(text, limit: int = 80, *, words: bool = False, last: bool = False) -> str:
+def clip(text: object, limit: int = 80, *, words: bool = False, last: bool = False) -> str:
     """One line of at most `limit` characters, "..." marking what was cut.
 
     words=True cuts between words (a word longer than the limit is still cut); last=True keeps
@@ -55,7 +63,7 @@ def clip(text, limit: int = 80, *, words: bool = False, last: bool = False) -> s
     return kept + "..."
 
 
-def describe_call(call) -> str:
+def describe_call(call: ToolCall) -> str:
     """get_weather({"city": "Paris"}) — the call as the model wrote it."""
     return f"{call.name}({clip(call.arguments, 60)})"
 
@@ -63,8 +71,8 @@ def describe_call(call) -> str:
 class Trace:
     """An ordered list of events with renderers. Example: trace.model(1, reply); print(trace)"""
 
-    def __init__(self, clock=time.perf_counter):
-        self.events = []
+    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.events: list[Event] = []
         self.clock = clock
 
     def add(
@@ -74,13 +82,13 @@ class Trace:
         summary: str,
         tokens: int | None = None,
         elapsed: float = 0.0,
-        **detail,
+        **detail: Any,
     ) -> Event:
         event = Event(kind, turn, clip(summary, 100), detail, tokens, elapsed)
         self.events.append(event)
         return event
 
-    def model(self, turn: int, reply, elapsed: float = 0.0) -> Event:
+    def model(self, turn: int, reply: Reply, elapsed: float = 0.0) -> Event:
         """Record a model turn: what it said or which tools it called."""
         said = [describe_call(c) for c in reply.tool_calls]
         if reply.text or not said:
@@ -101,7 +109,9 @@ class Trace:
             output_tokens=reply.usage.output_tokens if reply.usage else None,
         )
 
-    def tool(self, turn: int, call, result, elapsed: float = 0.0) -> Event:
+    def tool(
+        self, turn: int, call: ToolCall, result: dict[str, Any] | str, elapsed: float = 0.0
+    ) -> Event:
         """Record a tool call and a summary of its result ({"ok": ...} dict or text)."""
         if isinstance(result, dict) and "ok" in result:
             outcome = (
@@ -195,10 +205,10 @@ class JsonLinesExporter:
     Example: to_otel(trace, exporters=[JsonLinesExporter("spans.jsonl")])
     """
 
-    def __init__(self, path):
+    def __init__(self, path: str | Path) -> None:
         self.path = path
 
-    def export(self, spans):
+    def export(self, spans: Sequence["ReadableSpan"]) -> "SpanExportResult":
         from opentelemetry.sdk.trace.export import SpanExportResult
 
         with open(self.path, "a", encoding="utf-8") as out:
@@ -206,10 +216,10 @@ class JsonLinesExporter:
                 out.write(json.dumps(json.loads(span.to_json()), ensure_ascii=False) + "\n")
         return SpanExportResult.SUCCESS
 
-    def shutdown(self):
+    def shutdown(self) -> None:
         pass
 
-    def force_flush(self, timeout_millis=30_000):
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
         return True
 
 
@@ -219,10 +229,10 @@ def to_otel(
     model: str = "scripted",
     provider: str = "labkit.scripted",
     agent: str = "labkit",
-    path=None,
-    console=None,
-    exporters=(),
-    secrets=(),
+    path: str | Path | None = None,
+    console: IO[str] | None = None,
+    exporters: Iterable["SpanExporter"] = (),
+    secrets: Iterable[object] = (),
     content: bool = False,
     start_ns: int | None = None,
 ) -> list:
@@ -246,7 +256,8 @@ def to_otel(
 
     kept = InMemorySpanExporter()
     tracer_provider = TracerProvider(resource=Resource.create({"service.name": clean(agent)}))
-    sinks = [kept, *exporters]
+    # JsonLinesExporter is an exporter by its methods, not a subclass: otel loads only here
+    sinks: list[Any] = [kept, *exporters]
     sinks += [JsonLinesExporter(path)] if path is not None else []
     sinks += [ConsoleSpanExporter(out=console)] if console is not None else []
     for sink in sinks:

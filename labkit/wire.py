@@ -8,6 +8,8 @@ Left out: images and audio, every field labkit does not send.
 """
 
 import json
+from collections.abc import Sequence
+from typing import Any
 
 from .messages import (
     OutputSchema,
@@ -44,7 +46,7 @@ def read_output(items: list) -> tuple[str, list[ToolCall]]:
     return "\n".join(t for t in texts if t), calls
 
 
-def sent_call(call_id: str, name, arguments) -> ToolCall:
+def sent_call(call_id: str, name: Any, arguments: Any) -> ToolCall:
     """A ToolCall from what a server sent. Arguments sent as a JSON object or array (some local
     servers do) become their JSON text — what the model meant; none at all are "{}". A name that
     is missing or not text stays as sent: the loop refuses that call as malformed.
@@ -61,7 +63,7 @@ def sent_call(call_id: str, name, arguments) -> ToolCall:
 def responses_body(
     model: str,
     messages: list,
-    tools=(),
+    tools: Sequence[object] = (),
     replay_reasoning: bool = False,
     max_output_tokens: int | None = None,
     output_schema: OutputSchema | None = None,
@@ -111,7 +113,7 @@ def _strict(output_schema):
 def chat_body(
     model: str,
     messages: list,
-    tools=(),
+    tools: Sequence[object] = (),
     max_output_tokens: int | None = None,
     output_schema: OutputSchema | None = None,
     cap_name: str = "max_completion_tokens",
