@@ -15,6 +15,7 @@ import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from . import loop, patches
 from .budget import Budget
@@ -317,7 +318,9 @@ class CodingGuard(Guard):
             return Decision("refuse", "not_permitted", said + " or tell the user")
         return Decision("allow", "permitted", why)
 
-    def after_tool(self, run: loop.RunResult, call: ToolCall, result: dict) -> dict:
+    def after_tool(
+        self, run: loop.RunResult, call: ToolCall, result: dict[str, Any] | str
+    ) -> dict[str, Any] | str:
         for hook in self.hooks.after:
             result = hook(call, result)
         return result
