@@ -191,11 +191,8 @@ def _reply_checks(said: dict) -> list[tuple[str, bool]]:
 
 def _counts(value, n) -> bool:
     """Whether value is a list of n token counts (whole numbers, not booleans, never negative)."""
-    return (
-        isinstance(value, list)
-        and len(value) == n
-        and all(type(v) is int and v >= 0 for v in value)
-    )
+    counts = isinstance(value, list) and all(type(v) is int and v >= 0 for v in value)
+    return counts and len(value) == n
 
 
 def recorded(name: str) -> Cassette:
@@ -208,9 +205,8 @@ def _reply(entry) -> Reply:
     if entry.get("error"):  # the live call failed: replay fails the same way
         kind, message = entry["error"]
         cls = getattr(errors, kind, None)
-        raise (cls if isinstance(cls, type) and issubclass(cls, LabkitError) else UserError)(
-            message
-        )
+        cls = cls if isinstance(cls, type) and issubclass(cls, LabkitError) else UserError
+        raise cls(message)
     said = entry["reply"]
     usage = said.get("usage")
     return Reply(
@@ -219,6 +215,13 @@ def _reply(entry) -> Reply:
         Usage(*usage) if usage else None,
         said.get("status", "completed"),
         said.get("incomplete_reason"),
+    )
+
+
+def _options(max_output_tokens, output_schema, tool_choice) -> dict[str, Any]:
+    """The options of a request, as the keywords every model takes."""
+    return dict(
+        max_output_tokens=max_output_tokens, output_schema=output_schema, tool_choice=tool_choice
     )
 
 
@@ -235,9 +238,7 @@ class Recorder:
 
     def __init__(self, model: Recordable, path: str | Path, header: dict) -> None:
         self.live, self.path, self.header = model, Path(path), header
-        self.scrub: Callable[[Any], Any] | None = (
-            None  # the run's own scrubber, when run_guarded is recording (scrubbing)
-        )
+        self.scrub: Callable[[Any], Any] | None = None  # run_guarded's own, when it records
         self.model = model.model if isinstance(model, NamedModel) else ""
         if self.path not in _started:
             _started.add(self.path)
@@ -271,11 +272,7 @@ class Recorder:
         tool_choice: str = "auto",
     ) -> Reply:
         """The live model's reply, written down. Example: Recorder(...).respond([user("ping")])"""
-        options: dict[str, Any] = dict(
-            max_output_tokens=max_output_tokens,
-            output_schema=output_schema,
-            tool_choice=tool_choice,
-        )
+        options = _options(max_output_tokens, output_schema, tool_choice)
         canonical(messages, tools, **options)  # a caller's mistake (a bad tool_choice) is not kept
         try:
             reply = self.live.respond(messages, tools, **options)
@@ -295,11 +292,7 @@ class Recorder:
         tool_choice: str = "auto",
     ) -> Iterator[StreamEvent]:
         """The live model's stream, its completed reply written down."""
-        options: dict[str, Any] = dict(
-            max_output_tokens=max_output_tokens,
-            output_schema=output_schema,
-            tool_choice=tool_choice,
-        )
+        options = _options(max_output_tokens, output_schema, tool_choice)
         canonical(messages, tools, **options)
         for event in self.live.stream(messages, tools, **options):
             if isinstance(event, Completed):
@@ -366,11 +359,7 @@ class Replayer:
         tool_choice: str = "auto",
     ) -> Reply:
         """The recorded reply to this request; a changed request stops with where it differs."""
-        options: dict[str, Any] = dict(
-            max_output_tokens=max_output_tokens,
-            output_schema=output_schema,
-            tool_choice=tool_choice,
-        )
+        options = _options(max_output_tokens, output_schema, tool_choice)
         request = canonical(messages, tools, **options)
         found, entries = fingerprint(request), self.cassette.entries
         if self.position is None:  # the first request: search from where the last model stopped
@@ -401,14 +390,8 @@ class Replayer:
         tool_choice: str = "auto",
     ) -> Iterator[StreamEvent]:
         """The recorded reply as stream events, word by word."""
-        reply = self.respond(
-            messages,
-            tools,
-            max_output_tokens=max_output_tokens,
-            output_schema=output_schema,
-            tool_choice=tool_choice,
-        )
-        yield from stream_reply(reply)
+        options = _options(max_output_tokens, output_schema, tool_choice)
+        yield from stream_reply(self.respond(messages, tools, **options))
 
     def _difference(self, index, request) -> str:
         """Where a request departs from recorded reply `index`, and how to fix it."""
