@@ -14,6 +14,7 @@ import re
 import string
 import sys
 from dataclasses import dataclass, field
+from typing import Any
 
 from .cite import Answer, CitationReport, Claim, citation_report, validate_answer
 from .errors import ModelBehaviorError, UserError
@@ -187,8 +188,17 @@ def _list_fits(value, options, item) -> bool:
     return [_std(v) for v in value] in shown
 
 
-def _check_call(call, name, allowed, docs, types=TYPES):
-    """One call against one expected call: raise _Mismatch at the first rule it breaks."""
+def check_call(
+    call: dict[str, dict[str, Any]],
+    name: str,
+    allowed: dict[str, list[Any]],
+    docs: dict[str, dict[str, Any]],
+    types: dict[str, type] = TYPES,
+) -> None:
+    """One call against one expected call: raise _Mismatch at the first rule it breaks.
+
+    Example: check_call({"f": {"x": 4}}, "f", {"x": [2, 3]}, {"f": F_DOC})  # _Mismatch: value_error
+    """
     (called, arguments), *_ = call.items()
     if called != name:
         raise _Mismatch("wrong_name", f"called {called!r}, expected {name!r}")
@@ -222,7 +232,7 @@ def _check_type_and_value(where, value, options, schema, types):
 
 def _failure(call, name, allowed, docs, types=TYPES):
     try:
-        _check_call(call, name, allowed, docs, types)
+        check_call(call, name, allowed, docs, types)
     except _Mismatch as m:
         return m
     return None
@@ -266,7 +276,7 @@ def _match(calls, truth, docs, mode):
         raise _Mismatch("wrong_count", f"{len(calls)} call(s), expected {len(truth)}")
     types = BFCL_TYPES if mode == "bfcl" else TYPES
     if len(truth) == 1:  # simple, or multiple (one call among several functions)
-        return _check_call(calls[0], *truth[0], docs, types)
+        return check_call(calls[0], *truth[0], docs, types)
     fits = [[_failure(c, name, allowed, docs, types) for c in calls] for name, allowed in truth]
     pairing = _greedy(fits) if mode == "bfcl" else _pairing(fits)
     for i, j in enumerate(pairing):  # parallel: in any order

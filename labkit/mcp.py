@@ -21,8 +21,7 @@ from typing import TYPE_CHECKING, Any
 from .config import checked_timeout
 from .errors import LabkitError, ServiceError, ToolError, UserError
 from .injection import detect_injection
-from .mcp_transport import Runner as _Runner
-from .mcp_transport import explain, last_words, leaf, stdio_params
+from .mcp_transport import Runner, explain, last_words, leaf, stdio_params
 from .mcp_trust import Tail, kinds, offered_text, reap, shown, strip
 from .schema import canonical
 from .tools import NAME, RISKS, Tool, look_alike
@@ -178,7 +177,7 @@ class Connection:
         self._errlog: Tail | None = None
         self._optional: dict[str, set[str]] = {}
         self._marker: str | None = None
-        self._runner: _Runner | None = None
+        self._runner: Runner | None = None
 
     def __enter__(self) -> "Connection":
         return self.open()
@@ -189,7 +188,7 @@ class Connection:
     def open(self) -> "Connection":
         """Start the server (or reach it) and do the MCP handshake. Example: server.open()"""
         target = self._target() if callable(self._target) else self._target
-        self._runner = runner = _Runner(target, self.timeout)
+        self._runner = runner = Runner(target, self.timeout)
         weakref.finalize(self, runner.stop)  # reaped at exit even if close() is never called
         self.closed = None
         try:
@@ -288,14 +287,19 @@ class Connection:
             if name in refused:
                 continue
             try:
-                tools.append(self._as_tool(listed_tool, optional))
+                tools.append(self.as_tool(listed_tool, optional))
             except UserError as exc:
                 refused[name] = str(exc)
         # commit only a listing that went through whole: nothing half-done
         self.listing, self.refused, self.pins, self._optional = listing, refused, pins, optional
         return tools
 
-    def _as_tool(self, listed, optional) -> Tool:
+    def as_tool(self, listed: Any, optional: dict[str, set[str]]) -> Tool:
+        """One tool the server listed as a labkit Tool that calls it (risk and egress by policy).
+
+        Raises UserError when the server's name and the tool's make no name the APIs accept.
+        Example: server.as_tool(listed, {}).name  ->  "time__get_current_time"
+        """
         name = f"{self.name}{SEPARATOR}{listed.name}"
         if not NAME.match(name):
             raise UserError(

@@ -1,6 +1,6 @@
 """The plumbing under labkit.mcp: the SDK's async client on a thread, stdio processes, one error.
 
-Built in 09_mcp (its appendix prints Runner.run and Runner._timed). The SDK is async, so each
+Built in 09_mcp (its appendix prints Runner.run and Runner.timed). The SDK is async, so each
 connection runs its client on an event loop in a thread of its own (`Runner`): every call is
 synchronous, bounded by a timeout, and works inside Jupyter's running loop. `stdio_params` checks
 a command and marks its process, so whatever the server leaves running can be reaped; `explain`
@@ -77,10 +77,14 @@ class Runner:
 
     def run(self, fn: Callable[..., Awaitable[Any]], timeout: float | None = None) -> Any:
         """`await fn(client)` on the loop, within the timeout; raise what went wrong."""
-        future = asyncio.run_coroutine_threadsafe(self._timed(fn, timeout), self.loop)
+        future = asyncio.run_coroutine_threadsafe(self.timed(fn, timeout), self.loop)
         return future.result()
 
-    async def _timed(self, fn, timeout):
+    async def timed(self, fn: Callable[..., Awaitable[Any]], timeout: float | None) -> Any:
+        """`await fn(client)` on the loop's thread; raise the fault, or TimeoutError past it.
+
+        Example: await runner.timed(lambda client: client.list_tools(), 5.0)
+        """
         import anyio
 
         if self.fault is None:

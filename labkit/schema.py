@@ -10,6 +10,7 @@ Deliberately left out: most of JSON Schema (production uses the jsonschema libra
 
 import json
 import math
+from collections.abc import Iterator
 from typing import Any, TypeVar
 
 from .errors import ModelBehaviorError, UserError
@@ -306,8 +307,11 @@ def _show(value):
     return json.dumps(value, ensure_ascii=False)[:40]
 
 
-def _problems(value, schema, path):
-    """Yield one line per way `value` breaks `schema` (already checked by check_schema)."""
+def violations(value: Any, schema: dict[str, Any] | bool, path: str) -> Iterator[str]:
+    """Yield one line per way `value` breaks `schema` (already checked by check_schema).
+
+    Example: list(violations(3, {"type": "string"}, "x"))  ->  ["x should be string, got integer 3"]
+    """
     if schema is True:
         return
     if schema is False:
@@ -323,7 +327,7 @@ def _problems(value, schema, path):
         yield from _object_problems(value, schema, path)
     if isinstance(value, list) and "items" in schema:
         for i, item in enumerate(value):
-            yield from _problems(item, schema["items"], f"{path}[{i}]")
+            yield from violations(item, schema["items"], f"{path}[{i}]")
 
 
 def _wrong_type(value, schema, path):
@@ -343,14 +347,14 @@ def _object_problems(value, schema, path):
     properties = schema.get("properties", {})
     for name, item in value.items():
         if name in properties:
-            yield from _problems(item, properties[name], f"{path}.{name}")
+            yield from violations(item, properties[name], f"{path}.{name}")
         elif schema.get("additionalProperties") is False:
             yield (
                 f"{path} has an unexpected property {name!r} — allowed: "
                 f"{', '.join(properties) or 'none'}"
             )
         elif "additionalProperties" in schema:
-            yield from _problems(item, schema["additionalProperties"], f"{path}.{name}")
+            yield from violations(item, schema["additionalProperties"], f"{path}.{name}")
 
 
 def validate_arguments(arguments: Any, schema: dict[str, Any], path: str = "arguments") -> None:
@@ -364,7 +368,7 @@ def validate_arguments(arguments: Any, schema: dict[str, Any], path: str = "argu
     """
     check_schema(schema)
     _check_json(arguments, path)
-    problems = list(_problems(arguments, schema, path))
+    problems = list(violations(arguments, schema, path))
     if problems:
         more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
         raise ArgumentError("; ".join(problems[:3]) + more)
