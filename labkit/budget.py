@@ -21,6 +21,7 @@ from .config import DEFAULT_MODEL
 from .errors import UserError
 from .loop import Decision, Guard, RunResult
 from .models import ToolCall, Usage, as_tool_spec
+from .schema import is_number
 from .tokens import SOURCES, count, least_trusted
 from .tokens import source as count_source
 from .tools import Tool
@@ -129,14 +130,9 @@ class Budget(Guard):
             value = getattr(self, name)
             if value is None and optional:
                 continue
-            # True is an int to Python, not to a budget
-            kinds = int if whole else (int, float)
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, kinds)
-                or not math.isfinite(value)
-                or value < least
-            ):
+            # True is an int to Python, not to a budget (is_number says no to a bool)
+            number = is_number(value) and (isinstance(value, int) or not whole)
+            if not number or not math.isfinite(value) or value < least:
                 raise UserError(
                     f"Budget({name}={value!r}) is not a limit — use {'a whole' if whole else 'a'} "
                     "number "

@@ -19,7 +19,7 @@ from typing import Any, Literal, Protocol, get_args
 
 from .config import redact
 from .errors import UserError
-from .schema import WHOLE_CHARACTERS, check_text, required_id, unencodable
+from .schema import WHOLE_CHARACTERS, check_text, is_number, required_id, unencodable
 from .tools import approved
 
 Kind = Literal["preference", "fact", "episode", "note"]
@@ -120,7 +120,7 @@ def checked_id(id: str) -> str:
 
 def _number_in(value, low, high):
     """Whether value is a real number (not a bool) from low to high."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and low <= value <= high
+    return is_number(value) and low <= value <= high
 
 
 def is_unit(value: object) -> bool:
