@@ -14,7 +14,6 @@ import re
 import string
 import sys
 from dataclasses import dataclass, field
-from typing import Any
 
 from .cite import Answer, CitationReport, Claim, citation_report, validate_answer
 from .errors import ModelBehaviorError, UserError
@@ -188,17 +187,9 @@ def _list_fits(value, options, item) -> bool:
     return [_std(v) for v in value] in shown
 
 
-def check_call(
-    call: dict[str, dict[str, Any]],
-    name: str,
-    allowed: dict[str, list[Any]],
-    docs: dict[str, dict[str, Any]],
-    types: dict[str, type] = TYPES,
-) -> None:
+def check_call(call: dict, name: str, allowed: dict, docs: dict, types: dict = TYPES) -> None:
     """One call against one expected call: raise _Mismatch at the first rule it breaks.
-
-    Example: check_call({"f": {"x": 4}}, "f", {"x": [2, 3]}, {"f": F_DOC})  # _Mismatch: value_error
-    """
+    Example: check_call({"f": {"x": 4}}, "f", {"x": [2, 3]}, {"f": F_DOC})  # raises value_error"""
     (called, arguments), *_ = call.items()
     if called != name:
         raise _Mismatch("wrong_name", f"called {called!r}, expected {name!r}")

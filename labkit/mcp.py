@@ -294,12 +294,8 @@ class Connection:
         self.listing, self.refused, self.pins, self._optional = listing, refused, pins, optional
         return tools
 
-    def as_tool(self, listed: Any, optional: dict[str, set[str]]) -> Tool:
-        """One tool the server listed as a labkit Tool that calls it (risk and egress by policy).
-
-        Raises UserError when the server's name and the tool's make no name the APIs accept.
-        Example: server.as_tool(listed, {}).name  ->  "time__get_current_time"
-        """
+    def as_tool(self, listed: "mcp_types.Tool", optional: dict[str, set[str]]) -> Tool:
+        """A listed tool as a labkit Tool that calls it. Example: server.as_tool(listed, {}).name"""
         name = f"{self.name}{SEPARATOR}{listed.name}"
         if not NAME.match(name):
             raise UserError(
