@@ -66,7 +66,7 @@ def _said(message) -> str:
     return text + "".join(f"\n-> {c.id} {c.name}({c.arguments})" for c in message.tool_calls)
 
 
-def canonical(
+def canonical_request(
     messages: list,
     tools: Sequence[object] = (),
     max_output_tokens: int | None = None,
@@ -77,7 +77,7 @@ def canonical(
 
     A tool_choice other than "auto" is part of it; "auto" is left out, so a cassette recorded
     before labkit had tool_choice keeps its fingerprints.
-    Example: canonical([user("ping")])["messages"]  ->  [["user", "ping"]]
+    Example: canonical_request([user("ping")])["messages"]  ->  [["user", "ping"]]
     """
     specs = [vars(as_tool_spec(t)) for t in tools]
     request = {
@@ -91,8 +91,8 @@ def canonical(
     return scrubbed(request)
 
 
-def fingerprint(request: dict) -> str:
-    """A short hash of a canonical request. Example: fingerprint(canonical([user("ping")]))"""
+def request_fingerprint(request: dict) -> str:
+    """A canonical request's short hash. Example: request_fingerprint(canonical_request(msgs))"""
     text = json.dumps(request, sort_keys=True, ensure_ascii=False)
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -273,7 +273,7 @@ class Recorder:
     ) -> Reply:
         """The live model's reply, written down. Example: Recorder(...).respond([user("ping")])"""
         options = _options(max_output_tokens, output_schema, tool_choice)
-        canonical(messages, tools, **options)  # a caller's mistake (a bad tool_choice) is not kept
+        canonical_request(messages, tools, **options)  # a bad tool_choice is not kept
         try:
             reply = self.live.respond(messages, tools, **options)
         except LabkitError as error:  # a failure is part of what happened: keep it too
@@ -293,14 +293,14 @@ class Recorder:
     ) -> Iterator[StreamEvent]:
         """The live model's stream, its completed reply written down."""
         options = _options(max_output_tokens, output_schema, tool_choice)
-        canonical(messages, tools, **options)
+        canonical_request(messages, tools, **options)
         for event in self.live.stream(messages, tools, **options):
             if isinstance(event, Completed):
                 self._write(messages, tools, options, event.reply, None)
             yield event
 
     def _write(self, messages, tools, options, reply, raw, error=None):
-        request = canonical(messages, tools, **options)
+        request = canonical_request(messages, tools, **options)
         usage = reply.usage if reply else None
         self.replies += 1
         entry = {
@@ -315,7 +315,7 @@ class Recorder:
                 "status": reply.status,
                 "incomplete_reason": reply.incomplete_reason,
             },
-            "fingerprint": fingerprint(request),
+            "fingerprint": request_fingerprint(request),
             "request": request["messages"],
             "raw": raw,
         }
@@ -360,8 +360,8 @@ class Replayer:
     ) -> Reply:
         """The recorded reply to this request; a changed request stops with where it differs."""
         options = _options(max_output_tokens, output_schema, tool_choice)
-        request = canonical(messages, tools, **options)
-        found, entries = fingerprint(request), self.cassette.entries
+        request = canonical_request(messages, tools, **options)
+        found, entries = request_fingerprint(request), self.cassette.entries
         if self.position is None:  # the first request: search from where the last model stopped
             expected = _cursor.get(self.path, 0) % max(len(entries), 1)
             order = [*range(expected, len(entries)), *range(expected)]

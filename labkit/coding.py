@@ -337,7 +337,7 @@ SYSTEM = (
 
 
 @dataclass
-class AgentRun:
+class CodingRun:
     """One task's run: the loop's result, its totals, the patch, and what plan mode decided."""
 
     result: loop.RunResult
@@ -361,7 +361,7 @@ def solve(
     budget: Budget | None = None,
     explore: Model | None = None,
     context: CodingContext | None = None,
-) -> AgentRun:
+) -> CodingRun:
     """Work on an issue in the workspace until the model stops and the stop hook lets it.
 
     The stop hook (guard.hooks.on_stop) may send the agent back with a message (e.g. the failing
@@ -379,7 +379,7 @@ def solve(
     if budget is not None:
         max_turns, max_calls = min(max_turns, budget.max_turns), min(max_calls, budget.max_calls)
     context = context or CodingContext(ws, SYSTEM, before_compact=guard.hooks.before_compact)
-    out = AgentRun(loop.RunResult())
+    out = CodingRun(loop.RunResult())
 
     def on_stop(run):
         if guard.mode == "plan":  # the answer is a plan, not a fix

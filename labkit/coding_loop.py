@@ -22,7 +22,7 @@ from .agents import SUB_SYSTEM, Agent, Parent
 from .budget import Budget
 from .compaction import Summarize
 from .config import DEFAULT_MODEL
-from .context import Report, build, compact
+from .context import BuildReport, build, compact
 from .loop import Decision, Guard, RunResult
 from .models import Message, Model, ToolCall, user
 from .models import system as system_message
@@ -235,7 +235,7 @@ class CodingContext:
         self.before_compact, self.budget, self.model = list(before_compact), budget, model
         self.read: dict = {}  # path -> line ranges read, in order
         self.compactions: list = []  # context.Compaction, one per compaction
-        self.report: Report | None = None  # the last build's report: what the system message kept
+        self.report: BuildReport | None = None  # the last build's: what the system message kept
 
     def files_read(self) -> str:
         """The note of files read: "pantry/units.py lines 14-28, all; ..." or "none yet"."""

@@ -39,8 +39,8 @@ from .tokens import PER_REPLY, count
 
 # fmt: off
 __all__ = [  # the builder's names, then labkit.compaction's: labkit.context.compact is compact
-    "HEADINGS", "ORDER", "PINNED", "RULES", "Block", "Built", "Report", "Row", "build", "gather",
-    "keywords", "relevance", "select", "structure",
+    "HEADINGS", "ORDER", "PINNED", "RULES", "Block", "BuildReport", "Built", "Row", "build",
+    "gather", "keywords", "relevance", "select", "structure",
     "FACT", "SUMMARY_HEAD", "SUMMARY_PROMPT", "Compaction", "Summarize", "compact", "facts",
     "is_summary", "lost_facts", "split_turns", "summarizer", "summary_message", "transcript",
     "truncate",
@@ -85,7 +85,7 @@ class Row:
 
 
 @dataclass
-class Report:
+class BuildReport:
     rows: list[Row]  # in gathering order, the summary last
     budget: int
     total: int  # the messages as sent, counted exactly
@@ -120,7 +120,7 @@ def _runs(rows):
 @dataclass
 class Built:
     messages: list[Message]  # what to send: system (rules and sections), summary, turns, the task
-    report: Report
+    report: BuildReport
 
 
 # ---------------------------------------------------------------- gather
@@ -295,7 +295,9 @@ def build(
     messages = _fit(decided + summary, budget, model)
     rows += summary
     sections = {s: sum(b.tokens for b in _kept(rows) if b.section == s) for s in ORDER}
-    report = Report(rows, budget, count(messages, model), {s: n for s, n in sections.items() if n})
+    report = BuildReport(
+        rows, budget, count(messages, model), {s: n for s, n in sections.items() if n}
+    )
     return Built(messages, report)
 
 

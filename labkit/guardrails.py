@@ -90,10 +90,10 @@ class Malformed(Guard):
         )
 
 
-def fingerprint(call: ToolCall) -> str:
+def call_fingerprint(call: ToolCall) -> str:
     """The tool and its canonical arguments: key order, spacing and escapes do not matter.
 
-    Example: fingerprint(ToolCall("call_1", "get_weather", '{ "city":"Paris" }'))
+    Example: call_fingerprint(ToolCall("call_1", "get_weather", '{ "city":"Paris" }'))
              ->  'get_weather {"city":"Paris"}'
     """
     try:
@@ -109,7 +109,7 @@ def same_call(a: ToolCall, b: ToolCall) -> bool:
     Example: same_call(ToolCall("1", "f", '{"a": 1, "b": 2}'), ToolCall("2", "f", '{"b":2,"a":1}'))
              ->  True
     """
-    return fingerprint(a) == fingerprint(b)
+    return call_fingerprint(a) == call_fingerprint(b)
 
 
 class Repeats(Guard):
@@ -119,7 +119,7 @@ class Repeats(Guard):
         self.previous = None
 
     def before_tool(self, run: RunResult, call: ToolCall, tool: Tool | None) -> Decision | None:
-        current = fingerprint(call)
+        current = call_fingerprint(call)
         if current == self.previous:
             return Decision(
                 "stop",

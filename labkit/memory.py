@@ -57,7 +57,7 @@ from .tools import Tool, approved, tool
 # fmt: off
 __all__ = [  # the rules are labkit.memory's names too: labkit.memory.score is memory_rules.score
     "DAY", "HALF_LIFE_DAYS", "KINDS", "MAX_CHARS", "MAX_TENANT", "PROMOTE_AT", "SCHEMA", "SOURCES",
-    "STOPWORDS", "TTL_DAYS", "Hit", "Item", "Kind", "ManualClock", "Memory", "MemoryStore",
+    "STOPWORDS", "TTL_DAYS", "Item", "Kind", "ManualClock", "Memory", "MemoryHit", "MemoryStore",
     "Record", "Refused", "WorkingMemory", "WriteResult", "idf", "iso", "memory_tools", "recency",
     "record_problems", "resolve", "score", "tokens"
 ]
@@ -73,7 +73,7 @@ class Refused(UserError):
 
 
 @dataclass
-class Hit:
+class MemoryHit:
     memory: Memory
     score: float  # relevance * recency * weight
     relevance: float  # 0..1, share of the query's IDF weight this memory contains
@@ -366,7 +366,7 @@ class MemoryStore:
 
     def recall(
         self, tenant: str, query: str, limit: int = 5, half_life_days: float = HALF_LIFE_DAYS
-    ) -> builtins.list[Hit]:
+    ) -> builtins.list[MemoryHit]:
         """The memories most worth showing for a query, best first, with why they scored.
 
         Example: [h.memory.content for h in store.recall("ana", "which units?")]
@@ -387,7 +387,9 @@ class MemoryStore:
         best = heapq.nlargest(limit, (scored(*row) for row in self._matches(tenant, words, now)))
         # only the best become Memory objects; weight is score()'s importance factor
         return [
-            Hit(self._row(self.db, "key = ?", (key,))[1], value, relevance, fresh, 0.8 + 0.4 * i)
+            MemoryHit(
+                self._row(self.db, "key = ?", (key,))[1], value, relevance, fresh, 0.8 + 0.4 * i
+            )
             for value, _, _, key, relevance, fresh, i in best
         ]
 

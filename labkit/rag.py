@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 # fmt: off
 __all__ = [  # labkit.bm25's names are here too: labkit.rag.BM25Index is labkit.bm25.BM25Index
-    "CORPUS", "Chunk", "Document", "Hit", "Library", "chunk_corpus", "chunk_document",
+    "CORPUS", "Chunk", "Document", "Library", "SearchHit", "chunk_corpus", "chunk_document",
     "get_document", "load_corpus", "rrf", "search_local_sources", "source_tools", "token_windows",
     "tokenize",
     "BM25Index", "bm25_idf", "bm25_naive", "top_scores",
@@ -245,7 +245,7 @@ def rrf(rankings: list, k: float = 60) -> list[tuple]:
 
 
 @dataclass(frozen=True)
-class Hit:
+class SearchHit:
     chunk: Chunk
     score: float  # BM25 score, cosine, or fused RRF score, by `method`
     method: str  # "bm25" | "dense" | "hybrid"
@@ -296,8 +296,10 @@ class Library:
 
         return cosine_top_k(self.embedder.embed([query])[0], self.vectors, k)
 
-    def search(self, query: str, k: int = 5, method: str = "hybrid", depth: int = 30) -> list[Hit]:
-        """The k best chunks as [Hit], best first. Example: lib.search("jitter", 3, "bm25")"""
+    def search(
+        self, query: str, k: int = 5, method: str = "hybrid", depth: int = 30
+    ) -> list[SearchHit]:
+        """The k best chunks as [SearchHit], best first. Example: lib.search("jitter", 3, "bm25")"""
         for name, value in (("k", k), ("depth", depth)):
             # k=-1 would silently mean "none" (or, sliced, "all but the last")
             if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
@@ -307,9 +309,9 @@ class Library:
                 )
         if method == "bm25":
             ranked = self.index.top_k(tokenize(query), k)
-            return [Hit(self.chunks[i], s, "bm25", s) for i, s in ranked]
+            return [SearchHit(self.chunks[i], s, "bm25", s) for i, s in ranked]
         if method == "dense":
-            return [Hit(self.chunks[i], s, "dense", s) for i, s in self._dense(query, k)]
+            return [SearchHit(self.chunks[i], s, "dense", s) for i, s in self._dense(query, k)]
         if method != "hybrid":
             raise UserError(f"method={method!r} — use 'bm25', 'dense' or 'hybrid'")
         dense = self._dense(query, depth)
@@ -317,7 +319,7 @@ class Library:
             [[i for i, _ in self.index.top_k(tokenize(query), depth)], [i for i, _ in dense]]
         )[:k]
         best = dense[0][1] if dense else 0.0
-        return [Hit(self.chunks[i], s, "hybrid", best) for i, s in fused]
+        return [SearchHit(self.chunks[i], s, "hybrid", best) for i, s in fused]
 
     def answerable(self, hits: list) -> bool:
         """True when the best hit clears this method's threshold (an empty list never does)."""

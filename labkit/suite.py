@@ -1,7 +1,7 @@
 """A frozen task suite run per agent version: trajectory metrics, baselines and a regression gate.
 
 Built in 10_evals (with labkit.evals for scoring and labkit.stats for the numbers). `run_suite`
-runs every task through the 05 guarded loop and scores its answer; a Report is one version's
+runs every task through the 05 guarded loop and scores its answer; a SuiteReport is one version's
 table (success, turns, tool failures, stop reasons, tokens, estimated cost, latency); `gate`
 compares a run with a stored baseline, case by case, and fails a significant drop.
 Left out, and what production uses: repeated runs per task (pass@k), parallel execution, run
@@ -118,7 +118,7 @@ def _money(cost):
 
 
 @dataclass
-class Report:
+class SuiteReport:
     """One agent version's outcomes on a suite; it shows as one table of trajectory metrics."""
 
     version: str
@@ -183,7 +183,7 @@ def run_suite(
     sources: dict[str, str] | None = None,
     max_turns: int = 6,
     clock: Callable[[], float] = time.perf_counter,
-) -> Report:
+) -> SuiteReport:
     """Run every task with one agent version. model_for(task) picks the model; by default each
     task's script for this version, on a ScriptedModel.
 
@@ -198,13 +198,13 @@ def run_suite(
             )
         model = model_for(task) if model_for else ScriptedModel(task.scripts[version.name])
         outcomes.append(run_task(task, model, version, sources, max_turns, clock))
-    return Report(version.name, outcomes)
+    return SuiteReport(version.name, outcomes)
 
 
 # ---------------------------------------------------------------- the regression gate
 
 
-def save_baseline(report: Report, path: str | Path) -> None:
+def save_baseline(report: SuiteReport, path: str | Path) -> None:
     """Store a run's per-case successes as the baseline later runs are gated against.
 
     Example: save_baseline(run_suite(tasks, v1), "agent_suite.baseline.json")
@@ -267,7 +267,7 @@ class GateResult:
         return self.message
 
 
-def gate(report: Report, baseline: dict, alpha: float = 0.05) -> GateResult:
+def gate(report: SuiteReport, baseline: dict, alpha: float = 0.05) -> GateResult:
     """Fail when this run's success is significantly below the baseline's, on the same cases.
 
     Paired by task id; McNemar's exact test on the cases that changed (labkit.stats.compare). A

@@ -50,7 +50,7 @@ def test_results(xml_text: str) -> dict:
 
 
 @dataclass
-class Verdict:
+class TaskVerdict:
     """What the tests said about one patch for one task."""
 
     resolved: bool
@@ -79,7 +79,7 @@ def resolved(results: dict, fail_to_pass: list, pass_to_pass: list) -> bool:
     return all(results.get(t) == "passed" for t in [*fail_to_pass, *pass_to_pass])
 
 
-def verdict(results: dict, task: dict, patch: str = "", output: str = "") -> Verdict:
+def verdict(results: dict, task: dict, patch: str = "", output: str = "") -> TaskVerdict:
     """The rule over a task's test results, with what failed; a task to refuse needs no patch.
 
     Example: verdict({"t::a": "passed"}, {"FAIL_TO_PASS": ["t::a"], "PASS_TO_PASS": []})
@@ -89,10 +89,10 @@ def verdict(results: dict, task: dict, patch: str = "", output: str = "") -> Ver
     refused = task.get("expected") == "refuse"
     note = "a task to refuse, and the patch is not empty" if refused and patch.strip() else ""
     ok = resolved(results, task["FAIL_TO_PASS"], task["PASS_TO_PASS"]) and not note
-    return Verdict(ok, f2p, p2p, note, output)
+    return TaskVerdict(ok, f2p, p2p, note, output)
 
 
-def evaluate(task: dict, patch: str, sandbox: str = "auto") -> Verdict:
+def evaluate(task: dict, patch: str, sandbox: str = "auto") -> TaskVerdict:
     """Apply `patch`, then the task's test patch, to a fresh copy; run the tests; apply the rule.
 
     Example: evaluate(task, task["patch"]).resolved  ->  True
@@ -104,7 +104,9 @@ def evaluate(task: dict, patch: str, sandbox: str = "auto") -> Verdict:
                 if diff.strip():
                     patches.apply_diff(ws, diff)
         except LabkitError as exc:
-            return Verdict(False, list(task["FAIL_TO_PASS"]), [], f"patch does not apply: {exc}")
+            return TaskVerdict(
+                False, list(task["FAIL_TO_PASS"]), [], f"patch does not apply: {exc}"
+            )
         done = ws.run(f"python -m pytest -q --tb=line -p no:cacheprovider --junitxml={REPORT}")
         report = ws.path / REPORT
         results = test_results(report.read_text()) if report.exists() else {}
@@ -144,7 +146,7 @@ def patch_size(patch: str) -> str:
 def table(rows: list, priced_as: str = DEFAULT_MODEL) -> str:
     """One line per task: id, kind, verdict, turns, tool calls, tokens, cost, patch size.
 
-    rows: (task, AgentRun, Verdict). Cost is an ESTIMATE: the run's tokens at the prices of
+    rows: (task, CodingRun, TaskVerdict). Cost is an ESTIMATE: the run's tokens at the prices of
     `priced_as` (labkit.budget.PRICES). Example: print(table(rows))
     """
     head = f"{'task':10} {'kind':9} {'resolved':8} {'turns':>5} {'calls':>5} {'tokens':>6}"

@@ -251,14 +251,14 @@ HEADER = {"cassette": 1, "model": "m", "server": "s", "provider": "p", "api": "c
 
 def good_cassette(rng):
     """A valid cassette's lines for one request [user("ping")] (its real fingerprint)."""
-    from labkit.cassettes import canonical, fingerprint
+    from labkit.cassettes import canonical_request, request_fingerprint
     from labkit.models import user
 
-    request = canonical([user("ping")])
+    request = canonical_request([user("ping")])
     entry = {
         "reply": {"text": "pong", "tool_calls": [["call_1", "calculate", '{"expression": "1"}']],
                   "usage": [3, 1, 4], "status": "completed", "incomplete_reason": None},
-        "fingerprint": fingerprint(request),
+        "fingerprint": request_fingerprint(request),
         "request": request["messages"],
         "raw": None,
     }  # fmt: skip

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from labkit import ScriptedModel, UserError, connect, describe, explain, run, say, user
-from labkit.cassettes import Replayer, canonical, fingerprint, load
+from labkit.cassettes import Replayer, canonical_request, load, request_fingerprint
 from labkit.models import collect
 from labkit.toolbox import calculate, get_weather
 
@@ -137,14 +137,16 @@ def test_replay_without_a_cassette_stays_scripted_and_a_missing_one_says_how_to_
 
 
 def test_the_fingerprint_changes_with_anything_the_model_would_see():
-    base = canonical([user("ping")], [get_weather])
-    assert fingerprint(base) == fingerprint(canonical([user("ping")], [get_weather]))
+    base = canonical_request([user("ping")], [get_weather])
+    assert request_fingerprint(base) == request_fingerprint(
+        canonical_request([user("ping")], [get_weather])
+    )
     for changed in (
-        canonical([user("ping ")], [get_weather]),
-        canonical([user("ping")], [calculate]),
-        canonical([user("ping")], [get_weather], max_output_tokens=50),
+        canonical_request([user("ping ")], [get_weather]),
+        canonical_request([user("ping")], [calculate]),
+        canonical_request([user("ping")], [get_weather], max_output_tokens=50),
     ):
-        assert fingerprint(changed) != fingerprint(base)
+        assert request_fingerprint(changed) != request_fingerprint(base)
 
 
 def test_a_damaged_cassette_is_refused_clearly(tmp_path):
@@ -306,15 +308,20 @@ WEATHER = {
 
 
 def test_auto_leaves_the_fingerprint_as_it_was_before_tool_choice():
-    request = canonical([user("What is the weather in Paris?")], [WEATHER], tool_choice="auto")
+    request = canonical_request(
+        [user("What is the weather in Paris?")], [WEATHER], tool_choice="auto"
+    )
     assert "tool_choice" not in request
-    assert fingerprint(request) == "sha256:8189f1f455660d6a"  # as labkit computed it before
+    assert request_fingerprint(request) == "sha256:8189f1f455660d6a"  # as labkit computed it before
 
 
 @pytest.mark.parametrize("choice", ["required", "none", "get_weather"])
 def test_a_tool_choice_is_part_of_the_fingerprint(choice):
-    auto = fingerprint(canonical([user("ping")], [WEATHER]))
-    assert fingerprint(canonical([user("ping")], [WEATHER], tool_choice=choice)) != auto
+    auto = request_fingerprint(canonical_request([user("ping")], [WEATHER]))
+    assert (
+        request_fingerprint(canonical_request([user("ping")], [WEATHER], tool_choice=choice))
+        != auto
+    )
 
 
 def test_a_forced_run_records_and_replays_and_a_changed_choice_stops_replay(recording, monkeypatch):

@@ -315,14 +315,14 @@ def test_solve_runs_against_a_live_server(ws, monkeypatch, api):
 
 
 def test_the_task_table_has_turns_calls_tokens_cost_and_patch_size():
-    from labkit.coding import AgentRun
+    from labkit.coding import CodingRun
     from labkit.models import Usage
-    from labkit.swe import Verdict, table
+    from labkit.swe import TaskVerdict, table
 
-    run = AgentRun(
+    run = CodingRun(
         loop.RunResult(), 3, 2, Usage(1_000, 100, 1_100, "counted"), patch="+a\n-b\n+c\n"
     )
-    rows = [(TASK, run, Verdict(True)), (load_tasks()[1], run, Verdict(False, ["t::x"]))]
+    rows = [(TASK, run, TaskVerdict(True)), (load_tasks()[1], run, TaskVerdict(False, ["t::x"]))]
     head, first, second, total = table(rows).splitlines()
     assert head.split() == [
         "task",

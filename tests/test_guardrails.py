@@ -75,12 +75,12 @@ def test_a_repeat_inside_one_turn_is_caught_too_and_other_orders_are_not_repeats
 def test_fingerprint_is_canonical():
     c = lambda arguments: ToolCall("call_1", "f", arguments)  # noqa: E731
     assert (
-        g.fingerprint(c('{"b": 1.0, "a": "é"}'))
-        == g.fingerprint(c('{"a":"\\u00e9","b":1}'))
+        g.call_fingerprint(c('{"b": 1.0, "a": "é"}'))
+        == g.call_fingerprint(c('{"a":"\\u00e9","b":1}'))
         == 'f {"a":"é","b":1}'
     )
-    assert g.fingerprint(c('{"a": true}')) != g.fingerprint(c('{"a": 1}'))
-    assert g.fingerprint(c('{"a": 1')) == 'f unparsed {"a": 1'
+    assert g.call_fingerprint(c('{"a": true}')) != g.call_fingerprint(c('{"a": 1}'))
+    assert g.call_fingerprint(c('{"a": 1')) == 'f unparsed {"a": 1'
 
 
 # ---------------------------------------------------------------- malformed calls

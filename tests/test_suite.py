@@ -15,7 +15,7 @@ from labkit.labs import load_suite
 from labkit.suite import (
     EvalTask,
     Outcome,
-    Report,
+    SuiteReport,
     Version,
     gate,
     load_baseline,
@@ -220,7 +220,7 @@ def test_the_gate_fails_only_a_significant_drop(version, passed, regressed, tmp_
 
 
 def outcomes(successes):
-    return Report(
+    return SuiteReport(
         "r",
         [Outcome(f"c{i}", ok, "done", 1, 0, 0, 0, None, 0.0, "") for i, ok in enumerate(successes)],
     )

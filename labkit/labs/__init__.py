@@ -67,8 +67,8 @@ from .queries import eval_table, evaluate_retrieval, load_queries, rank_metrics
 from .scenarios import (
     RATES,
     SCENARIOS,
-    Report,
     Scenario,
+    ScenarioReport,
     evaluate_scenarios,
     exchange_rate,
     load_scenarios,

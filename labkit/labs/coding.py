@@ -72,7 +72,7 @@ VERSIONS = {"v1": "no stop hook", "v2": "a stop hook runs the task's tests"}
 
 
 def run_task(task: dict, version: str = "v2", sandbox: str = "auto", model: Model | None = None):
-    """One task with one agent version: (task, AgentRun, Verdict). model: default the script."""
+    """One task with one agent version: (task, CodingRun, TaskVerdict). model: default script."""
     with Workspace(REPOS / task["repo"], sandbox) as ws:
         hooks = Hooks(on_stop=stop_hook(task, ws, sandbox) if version == "v2" else None)
         model = model or ScriptedModel(script(task))

@@ -149,7 +149,7 @@ def succeeded(scenario, result):
 
 
 @dataclass
-class Report:
+class ScenarioReport:
     rows: list  # [(scenario name, RunResult, success), ...]
 
     def summary(self):
@@ -193,4 +193,4 @@ def evaluate_scenarios(scenarios, model_for=None):
     for scenario in scenarios:
         result = run_scenario(scenario, model_for(scenario) if model_for else None)
         rows.append((scenario.name, result, succeeded(scenario, result)))
-    return Report(rows)
+    return ScenarioReport(rows)
