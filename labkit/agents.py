@@ -12,7 +12,7 @@ Left out, and what production uses instead: parallel sub-agents, negotiation, tr
 
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .budget import Budget
 from .errors import ToolError, UserError
@@ -53,7 +53,8 @@ class Agent:
 class Parent:
     """The rules of a run, shared with every sub-agent it calls and every agent it hands off to.
 
-    One Parent meters one run (its Budget does). Example: Parent([read_doc], Budget(max_tokens=
+    One Parent meters one run: `spent` is that run's meter (a copy of `budget`, which is never
+    changed), charged with every sub-agent's tokens. Example: Parent([read_doc], Budget(max_tokens=
     6_000)).run("Summarise the retry advice", model, agents=[researcher])
     """
 
@@ -63,6 +64,7 @@ class Parent:
     approve: object = None  # asked before high-risk tools, by sub-agents too
     secrets: tuple = ()
     allowed_hosts: tuple = ()
+    spent: Budget | None = field(default=None, init=False, repr=False)  # the run's own meter
 
     def run(
         self,
@@ -73,10 +75,33 @@ class Parent:
         history: Iterable[Message] = (),
     ) -> RunResult:
         """run_guarded with this parent's rules; each agent in `agents` is offered as a tool."""
+        if self.spent is not None and self.spent.run is not None:
+            raise UserError(
+                "this Budget already metered a run — make a new Budget(...) for each run"
+            )
         tools = [*self.tools, *(self.as_tool(a) for a in agents)]
-        return run_guarded(
-            task, model, tools, system=system, history=history, **self._rules(self.budget)
+        budget = replace(self.budget, on_turn=self._keep(self.budget.on_turn))
+        result = run_guarded(
+            task, model, tools, system=system, history=history, **self._rules(budget)
         )
+        self.spent = result.budget
+        return result
+
+    def _keep(self, on_turn):
+        """An on_turn that keeps the run's meter as this parent's `spent`, then calls on_turn."""
+
+        def seen(meter: Budget) -> None:
+            self.spent = meter
+            if on_turn:
+                on_turn(meter)
+
+        return seen
+
+    def _meter(self) -> Budget:
+        """The meter sub-agents are charged to: the run's, or a fresh one before any run."""
+        if self.spent is None:
+            self.spent = self.budget.fresh()
+        return self.spent
 
     def _rules(self, budget):
         return dict(
@@ -109,7 +134,7 @@ class Parent:
 
     def _sub_budget(self, agent: Agent) -> Budget:
         """The agent's own limits, within what the parent's budget has left."""
-        parent, tokens, cost = self.budget, agent.max_tokens, None
+        parent, tokens, cost = self._meter(), agent.max_tokens, None
         if parent.max_tokens is not None:
             left = max(parent.max_tokens - parent.tokens, 0)
             tokens = left if tokens is None else min(tokens, left)
@@ -129,7 +154,7 @@ class Parent:
 
         Example: parent.delegate(researcher, "Find the advice on jitter")["status"]
         """
-        risk, run = self.check(agent), self.budget.run
+        risk, run = self.check(agent), self._meter().run
         if run is None:
             raise UserError("a sub-agent runs inside parent.run(...) — start the parent's run")
         if read_untrusted(run.messages):  # a task written after untrusted text is tainted too
@@ -137,7 +162,7 @@ class Parent:
         budget = self._sub_budget(agent)
         rules = {**self._rules(budget), "max_risk": risk}
         sub = run_guarded(task, agent.model, agent.tools, system=agent.system, **rules)
-        self.budget.charge(budget)  # its tokens count against the parent's budget
+        self._meter().charge(sub.budget)  # its tokens count against the parent's budget
         for e in sub.trace.events:  # its trace nests inside the parent's, at this tool call
             run.trace.add(
                 "sub",
@@ -148,7 +173,7 @@ class Parent:
                 agent=agent.name,
                 nested=e.detail,
             )
-        report = {"agent": agent.name, "status": sub.status, "tokens": budget.tokens}
+        report = {"agent": agent.name, "status": sub.status, "tokens": sub.budget.tokens}
         report["answer"] = clip(sub.answer, agent.report_chars) if sub.answer else ""
         if sub.status != "completed":
             report["next_step"] = clip(sub.next_step, 200)
@@ -187,7 +212,7 @@ class Parent:
         result = run_guarded(
             note, agent.model, agent.tools, system=agent.system, history=previous.messages, **rules
         )
-        self.budget.charge(budget)
+        self._meter().charge(result.budget)
         return result
 
 

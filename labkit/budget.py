@@ -13,7 +13,7 @@ price lists.
 import json
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
@@ -97,7 +97,9 @@ class Budget(Guard):
     FIRST_SCALE; after that it is scaled by the largest ratio of used to counted seen. Offline (the
     scripted model counts the same way) the overshoot is 0; with a live model it is bounded by the
     count's error, not proven 0. `source` says who counted what it metered (tokens.SOURCES). Watch
-    it: Budget(..., watch=print) prints the meter every turn.
+    it: Budget(..., watch=print) prints the meter every turn; on_turn is handed the meter itself.
+    run_guarded never changes the Budget it is given: it meters fresh() and returns it as
+    result.budget.
     Example: Budget(max_turns=4, max_tokens=2_000, max_cost=0.001)
     """
 
@@ -110,6 +112,8 @@ class Budget(Guard):
     model: str = DEFAULT_MODEL  # whose prices, and whose tokenizer counts
     # called with meter_line() after each turn, e.g. print
     watch: Callable[[str], object] | None = None
+    # called with the metered Budget after each turn, e.g. lambda spent: seen.append(spent.tokens)
+    on_turn: Callable[["Budget"], object] | None = None
     turns: int = field(default=0, init=False)
     calls: int = field(default=0, init=False)
     tokens: int = field(default=0, init=False)
@@ -149,6 +153,19 @@ class Budget(Guard):
             )
         self.model = name
 
+    def fresh(self) -> "Budget":
+        """A new meter with these limits (and model, watch, on_turn) and nothing spent.
+
+        Example: Budget(max_tokens=2_000).fresh().tokens  ->  0
+        """
+        return replace(self)  # the init=False fields (what is spent) start again
+
+    def scrubbed(self, run: RunResult) -> "Budget":
+        """This meter, now pointing at `run`, the scrubbed copy of the run it metered (run_guarded
+        hands it back on the result, which must hold no secret)."""
+        self._run = run
+        return self
+
     @property
     def run(self) -> RunResult | None:
         """The run this budget meters (None before its first turn)."""
@@ -173,6 +190,8 @@ class Budget(Guard):
         self.cost += estimated_cost(self.model, used_in, used_out) or 0
         if self.watch:
             self.watch(self.meter_line())
+        if self.on_turn:
+            self.on_turn(self)
 
     def _claim(self, run: RunResult) -> None:
         """Meter `run` from now on; a budget meters one run only (UserError for a second)."""

@@ -318,4 +318,6 @@ def explorer(
         max_calls,
         max_tokens=None,
     )
-    return Parent(list(tools), budget).as_tool(agent)
+    parent = Parent(list(tools), budget)
+    parent.spent = budget  # the main run meters `budget` itself (its guard): charge it there
+    return parent.as_tool(agent)

@@ -297,11 +297,13 @@ def run_guarded(
     judge every forced call, and the budget's max_turns still binds.
     A model that can cap its replies (a CappedModel) is asked to cap each one at the budget's
     reservation, per call: the caller's model object is never changed. A NamedModel (a live model,
-    a cassette's) is priced as itself; any other as budget.model.
+    a cassette's) is priced as itself; any other as budget.model. The caller's Budget is never
+    changed: the run meters budget.fresh(), returned as result.budget (on_turn: during the run).
     Example: run_guarded("Summarise shared.md", model, workspace.tools(),
                          budget=Budget(max_tokens=4_000))
     """
-    guard = guards(budget, max_risk, approve, secrets, detector, allowed_hosts)
+    meter = (budget or Budget()).fresh()  # the caller's Budget is never changed
+    guard = guards(meter, max_risk, approve, secrets, detector, allowed_hosts)
     budget, hidden = guard.find(Budget), guard.find(Secrets)
     registry = as_registry(tools)
     budget.tool_tokens = schema_tokens(registry)
@@ -331,7 +333,9 @@ def run_guarded(
         failure = _scrubbed_error(exc, hidden)
     if failure is not None:  # raised out here, so the original is not even its __context__
         raise failure from None
-    return hidden.scrub_result(result)
+    clean = hidden.scrub_result(result)
+    clean.budget = budget.scrubbed(clean)  # the run's meter: what it spent, within the limits
+    return clean
 
 
 def _scrubbed_error(exc, hidden):

@@ -113,6 +113,8 @@ class RunResult:
     task: str = ""
     # tool name -> last failure not recovered
     failed: dict = field(default_factory=dict, repr=False)
+    # the Budget run_guarded metered (a copy of the caller's; labkit.budget); None from run()
+    budget: Any = field(default=None, init=False, repr=False, compare=False)
 
     def __repr__(self):
         mark = "" if self.usage.source == "reported" else f" ({self.usage.source} by labkit)"

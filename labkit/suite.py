@@ -79,12 +79,11 @@ def run_task(
 
     Example: run_task(task, ScriptedModel(task.scripts["v1"]), v1).success  ->  True
     """
-    budget = Budget(max_turns=max_turns)
     result = run_guarded(
         task.task,
         model,
         task.tools,
-        budget=budget,
+        budget=Budget(max_turns=max_turns),
         system=version.system,
         clock=clock,
         tool_choice=tool_choice,
@@ -99,7 +98,7 @@ def run_task(
         result.tool_calls,
         result.tool_failures,
         result.usage.total_tokens,
-        float(budget.cost) if budget.model in PRICES else None,
+        float(result.budget.cost) if result.budget.model in PRICES else None,
         result.elapsed,
         score.final,
         tuple((r["name"], r["arguments"], _kind(r["result"])) for r in results),

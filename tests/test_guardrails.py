@@ -953,7 +953,7 @@ def test_a_policy_forcing_every_turn_is_stopped_by_the_budget():
 SETTINGS = [f.name for f in dataclasses.fields(Budget) if f.init]  # the limits, model and watch
 
 
-def test_run_guarded_changes_none_of_its_arguments_but_what_the_budget_meters():
+def test_run_guarded_changes_none_of_its_arguments_not_even_the_budget():
     history = run("2 + 2?", ScriptedModel([say("4")]), []).messages
     shown, tools, secrets = dataclasses.replace(history[1]), [calculate], ["hunter-22-22"]
     budget = Budget(max_turns=4, max_tokens=5_000)
@@ -966,4 +966,5 @@ def test_run_guarded_changes_none_of_its_arguments_but_what_the_budget_meters():
     assert len(history) == 3 and history[1] == shown  # the caller's history is not extended
     assert tools == [calculate] and secrets == ["hunter-22-22"]
     assert {name: getattr(budget, name) for name in SETTINGS} == settings  # limits as given
-    assert budget.turns == result.turns == 2  # the meter: what the caller reads after the run
+    assert result.budget.turns == result.turns == 2  # the meter: what the caller reads after
+    assert budget.turns == 0 and budget.run is None  # the run metered a copy of the caller's
