@@ -75,11 +75,11 @@ class Parent:
         history: Iterable[Message] = (),
     ) -> RunResult:
         """run_guarded with this parent's rules; each agent in `agents` is offered as a tool."""
+        tools = [*self.tools, *(self.as_tool(a) for a in agents)]  # a bad sub-agent fails first
         if self.spent is not None and self.spent.run is not None:
             raise UserError(
                 "this Budget already metered a run — make a new Budget(...) for each run"
             )
-        tools = [*self.tools, *(self.as_tool(a) for a in agents)]
         budget = replace(self.budget, on_turn=self._keep(self.budget.on_turn))
         result = run_guarded(
             task, model, tools, system=system, history=history, **self._rules(budget)

