@@ -248,9 +248,10 @@ class Connection:
         if isinstance(exc, KeyboardInterrupt):
             self.close("interrupted (Ctrl+C)")
             raise exc
-        who, said = f"the MCP server {self.name or self.what}", last_words(self._errlog)
-        error = explain(exc, doing, who, self._runner.fault, self.timeout, said)
-        self.close(str(error))
+        who, fault = f"the MCP server {self.name or self.what}", self._runner.fault
+        self.close()  # the process stopped first: all it wrote on stderr is in the tail now
+        error = explain(exc, doing, who, fault, self.timeout, last_words(self._errlog))
+        self.closed = str(error)
         raise error from None
 
     # ------------------------------------------------------------ tools
