@@ -500,9 +500,11 @@ def test_stdio_works_inside_a_running_jupyter_kernel_and_ctrl_c_reaps_the_server
         assert "".join(printed) == "loop running: True\n4 tools\n"
         # the server marks the call's arrival: then the kernel is surely waiting inside s.call
         mark = tmp_path / "hanging"
+        # stop_on_error=False: the Ctrl+C error must not make the kernel abort the next request
         kc.execute(f"s = labkit.mcp.stdio({[*FAULTY, 'hang-on-call']!r}, timeout=600, "
                    f"env={{'MCP_FAULTY_MARK': {str(mark)!r}}}).open()\n"
-                   "s.call('echo', {'text': 'forever'})")  # fmt: skip
+                   "s.call('echo', {'text': 'forever'})",
+                   stop_on_error=False)  # fmt: skip
         for _ in range(600):  # bounded; nothing is timed
             if mark.exists() and mark.read_text() == "tools/call":
                 break
