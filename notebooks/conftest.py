@@ -13,9 +13,11 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 import committed  # noqa: E402
+import kernels  # noqa: E402
 import offline_env  # noqa: E402
 
 offline_env.apply()
+kernels.install()  # a kernel that dies while starting (a port taken) is started again
 
 
 @pytest.hookimpl(wrapper=True)

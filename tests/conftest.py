@@ -7,9 +7,11 @@ Also 06_rag's corpus and library, shared by test_rag and test_labs (built once p
 
 import pytest
 
+import kernels
 import offline_env
 
 offline_env.apply()
+kernels.install()  # nbval's kernels: one that dies while starting is started again
 
 
 @pytest.fixture(autouse=True)

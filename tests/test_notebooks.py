@@ -630,8 +630,8 @@ def test_make_test_checks_what_git_holds_and_names_the_notebooks_a_learner_chang
     named in one line and the committed versions tested; a tarball (no git) tests its files."""
     import shutil
 
-    for name in ("tests/committed.py", "tests/offline_env.py", "tests/sanitize.cfg",
-                 "notebooks/conftest.py", "pyproject.toml"):  # fmt: skip
+    for name in ("tests/committed.py", "tests/offline_env.py", "tests/kernels.py",
+                 "tests/sanitize.cfg", "notebooks/conftest.py", "pyproject.toml"):  # fmt: skip
         (tmp_path / name).parent.mkdir(exist_ok=True)
         shutil.copy(ROOT / name, tmp_path / name)
     cell = nbformat.v4.new_code_cell("print('hi')", execution_count=1)
@@ -667,3 +667,34 @@ def test_make_test_checks_what_git_holds_and_names_the_notebooks_a_learner_chang
     git("reset", "-q")
     shutil.rmtree(tmp_path / ".git")  # a tarball: the working files are all there is
     assert pytest_run() == (1, [])
+
+
+def test_a_kernel_that_dies_while_starting_is_started_again_and_says_why(monkeypatch):
+    """nbval's kernels start through tests/kernels.py: a death at start (a port taken by another
+    process, as CI saw) is retried with what the kernel wrote to stderr as a warning; three in a
+    row fail with it."""
+    import kernels
+
+    tries = []
+
+    def dies(times):
+        def start(startup_timeout, kernel_name, stderr, **kwargs):
+            tries.append(kernel_name)
+            if len(tries) <= times:
+                stderr.write("zmq.error.ZMQError: Address already in use\n")
+                raise RuntimeError("Kernel died before replying to kernel_info")
+            return "km", "kc"
+
+        return start
+
+    monkeypatch.setattr(kernels, "_start", dies(1))
+    with pytest.warns(UserWarning, match="(?s)kernel start 1 failed.*Address already in use"):
+        assert kernels.start_new_kernel(kernel_name="python3", stderr=None) == ("km", "kc")
+    assert tries == ["python3", "python3"]
+    tries.clear()
+    monkeypatch.setattr(kernels, "_start", dies(3))
+    with pytest.warns(UserWarning), pytest.raises(RuntimeError, match="(?s)3 tries.*in use"):
+        kernels.start_new_kernel(kernel_name="python3")
+    import nbval.kernel
+
+    assert nbval.kernel.start_new_kernel is kernels.start_new_kernel  # installed for nbval

@@ -1,0 +1,54 @@
+"""nbval's kernel start, made to survive a busy machine. Not a lesson file.
+
+jupyter_client picks a kernel's five ports by binding port 0 and closing it; the kernel binds them a
+moment later. On a loaded machine (xdist workers, the local test servers all binding port 0) another
+process can take one in between, and the kernel exits at once: nbval then errors every cell of the
+notebook with "Kernel died before replying to kernel_info" (CI saw this). A kernel that dies while
+starting is started again, with new ports, up to three times; what it wrote to stderr is shown as a
+warning, so the cause stays visible instead of going to nbval's /dev/null.
+"""
+
+import tempfile
+import warnings
+
+import nbval.kernel
+
+ATTEMPTS = 3
+
+
+def start_new_kernel(startup_timeout=60, kernel_name="python", **kwargs):
+    """nbval.kernel.start_new_kernel, tried again when the kernel dies before it is ready."""
+    kwargs.pop("stderr", None)  # nbval sends it to /dev/null; keep it to say why it died
+    for attempt in range(1, ATTEMPTS + 1):
+        with tempfile.TemporaryFile("w+") as stderr:
+            try:
+                return _start(startup_timeout, kernel_name, stderr=stderr, **kwargs)
+            except RuntimeError as exc:
+                stderr.seek(0)
+                said = stderr.read()[-2000:].strip() or "(nothing on stderr)"
+                if attempt == ATTEMPTS:
+                    raise RuntimeError(f"{exc} ({ATTEMPTS} tries); it said:\n{said}") from exc
+                note = f"kernel start {attempt} failed ({exc}); starting it again. It said:\n{said}"
+                warnings.warn(note, stacklevel=2)
+    raise AssertionError("unreachable")
+
+
+def _start(startup_timeout, kernel_name, **kwargs):
+    km = nbval.kernel.KernelManager(
+        kernel_name=kernel_name, kernel_spec_manager=nbval.kernel.NbvalKernelspecManager()
+    )
+    km.start_kernel(**kwargs)
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=startup_timeout)
+    except RuntimeError:
+        kc.stop_channels()
+        km.shutdown_kernel()
+        raise
+    return km, kc
+
+
+def install():
+    """Make nbval start its kernels this way (called by notebooks/conftest.py)."""
+    nbval.kernel.start_new_kernel = start_new_kernel
