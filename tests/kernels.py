@@ -52,3 +52,18 @@ def _start(startup_timeout, kernel_name, **kwargs):
 def install():
     """Make nbval start its kernels this way (called by notebooks/conftest.py)."""
     nbval.kernel.start_new_kernel = start_new_kernel
+
+
+def execute(nb, env=None, **options):
+    """nbclient's NotebookClient(nb, **options).execute(env=env), with a kernel that dies while
+    starting started again, as above (the tests that run a notebook their own way use this)."""
+    from nbclient import NotebookClient
+
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            return NotebookClient(nb, **options).execute(env=env)
+        except RuntimeError as exc:  # a cell's error is a CellExecutionError, never this
+            if "before replying to kernel_info" not in str(exc) or attempt == ATTEMPTS:
+                raise
+            warnings.warn(f"kernel start {attempt} failed ({exc}); starting it again", stacklevel=2)
+    raise AssertionError("unreachable")

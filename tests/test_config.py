@@ -360,9 +360,9 @@ def test_setup_notebook_run_and_saved_by_a_learner_still_passes(tmp_path, shell,
     """Run 01_setup in a kernel with the learner's environment (no LABKIT_ENV_FILE), save it, then
     check it as `make test` does: strict nbval with the project's sanitize file, and hygiene."""
     import nbformat
-    from nbclient import NotebookClient
     from test_notebooks import problems
 
+    import kernels
     from offline_env import offline_environ
 
     if dotenv is None and (ROOT / ".env").exists():
@@ -375,13 +375,14 @@ def test_setup_notebook_run_and_saved_by_a_learner_still_passes(tmp_path, shell,
     test_env = offline_environ()
     learner = {k: v for k, v in test_env.items() if k not in ("LABKIT_ENV_FILE", "LABKIT_MODE")}
     nb = nbformat.read(ROOT / "notebooks" / "01_setup.ipynb", as_version=4)
-    NotebookClient(
+    kernels.execute(
         nb,
+        env={**learner, **shell},
         timeout=300,
         kernel_name="python3",
         record_timing=False,
         resources={"metadata": {"path": str(folder)}},
-    ).execute(env={**learner, **shell})
+    )
     saved = folder / "01_setup.ipynb"
     nbformat.write(nb, saved)
     report = "".join(nb.cells[4].outputs[0]["text"])

@@ -981,8 +981,8 @@ def test_the_memory_notebook_runs_live_against_a_local_server(tmp_path):
     """With LABKIT_MODE=live, 03_memory executes top to bottom; the Go live cell really talks to a
     server."""
     import nbformat
-    from nbclient import NotebookClient
 
+    import kernels
     from fake_server import FakeServer
     from offline_env import offline_environ
 
@@ -995,12 +995,13 @@ def test_the_memory_notebook_runs_live_against_a_local_server(tmp_path):
             LABKIT_API="responses",
             LABKIT_API_KEY="sk-planted-memory-notebook-0123456789",
         )
-        NotebookClient(
+        kernels.execute(
             nb,
+            env=env,
             timeout=120,
             kernel_name="python3",
             resources={"metadata": {"path": str(ROOT / "notebooks")}},
-        ).execute(env=env)
+        )
         assert server.requests
     outputs = json.dumps([c.get("outputs", []) for c in nb.cells])
     assert '"output_type": "error"' not in outputs and "live:" in outputs
