@@ -316,14 +316,18 @@ def _answers(port):
         return False
 
 
-def stop(process, grace: float = 10.0):
-    """Stop a process this code started: SIGTERM, then SIGKILL if it is still busy after `grace`.
+STOP_GRACE = 10.0  # seconds a server gets to finish after SIGTERM
+
+
+def stop(process, grace: float | None = None):
+    """Stop a process this code started: SIGTERM, then SIGKILL if it is still busy after `grace`
+    (default STOP_GRACE).
 
     Example: stop(subprocess.Popen(command))
     """
     process.terminate()
     try:
-        process.wait(timeout=grace)
+        process.wait(timeout=STOP_GRACE if grace is None else grace)
     except subprocess.TimeoutExpired:  # llama.cpp's server finishes a generation before it exits
         process.kill()
         process.wait()
