@@ -385,6 +385,7 @@ def test_recall_cost_times_each_store_at_each_size():
 # ---------------------------------------------------------------- 11_coding_agent: escape attempts
 
 
+@pytest.mark.soak  # 11's strict nbval compares this table in make test; make test-all runs this too
 def test_the_escape_lab_gets_out_off_and_says_what_the_fallback_lets_out():
     """11's table: with no sandbox every attempt gets out (so the table can show a difference);
     the rlimits fallback stops the key and the memory, not the files or the network."""

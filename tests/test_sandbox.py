@@ -132,7 +132,7 @@ ATTEMPTS = {  # code the agent could put in a test file; it writes what it got t
         "subprocess.Popen([sys.executable, '-c', DETACHED, RESULT, str(os.getpid())], "
         "start_new_session=True); got = 'spawned'"
     ),
-    "memory": "b = bytearray(2 << 30); got = 'allocated'",
+    "memory": "b = bytes(2 << 30); got = 'allocated'",  # calloc: held, zero-filled when touched
     "file size": "open(RESULT + '.big', 'wb').write(b'0' * (64 << 20)); got = 'wrote'",
 }
 PRELUDE = "import os, socket, subprocess, sys\n"
@@ -213,6 +213,7 @@ def test_code_escapes(ws, outside, listener, monkeypatch):
     assert lingering(ws.path) == []
 
 
+@pytest.mark.soak  # a negative control for the grader above, ~10 s: make test-all runs it
 def test_code_escapes_possible_off(outside, listener, monkeypatch, tmp_path):
     """The same attempts run bare in a throwaway folder all get out: the test above can fail."""
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
@@ -248,7 +249,7 @@ STOPS = {
 
 
 @pytest.mark.parametrize("name", STOPS)
-def test_stopped_cleanly_on_possible_off(name, ws, tmp_path):
+def test_stopped_cleanly(name, ws):
     code, limits = STOPS[name]
     (ws.path / "tests" / "test_stop.py").write_text(
         "def test_it():\n" + "".join(f"    {line}\n" for line in code.splitlines())
@@ -266,7 +267,17 @@ def test_stopped_cleanly_on_possible_off(name, ws, tmp_path):
         assert done.exit_code != 0 and "finished" not in done.output and not done.timed_out
     else:
         assert done.timed_out and done.exit_code is None and "[stopped" in done.output
-    # off: a bare subprocess with the same timeout (output to a file: children keep a pipe open)
+
+
+# the bare runs wait out each limit: the soak trials (make test-all) hold the slow ones
+BARE = [n if n == "output flood" else pytest.param(n, marks=pytest.mark.soak) for n in STOPS]
+
+
+@pytest.mark.parametrize("name", BARE)
+def test_each_stop_is_possible_off(name, tmp_path):
+    """The same code as a bare subprocess with the same timeout is not stopped: the test above can
+    fail (output to a file: children keep a pipe open)."""
+    code, limits = STOPS[name]
     with open(tmp_path / "out.txt", "w") as sink:
         bare = subprocess.Popen([sys.executable, "-c", code], cwd=tmp_path, stdout=sink)
         try:

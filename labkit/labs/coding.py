@@ -95,7 +95,8 @@ ATTEMPTS = {  # code an agent could put in a test file; each writes what it got 
     "reach the network (127.0.0.1)": (
         "socket.create_connection(('127.0.0.1', PORT), timeout=2).close(); got = 'connected'"
     ),
-    "allocate 2 GB of memory": "b = bytearray(2 << 30); got = 'allocated'",
+    # bytes(n) is calloc: the 2 GB are held at once, the OS zero-fills pages only when touched
+    "allocate 2 GB of memory": "b = bytes(2 << 30); got = 'allocated'",
 }
 FAKE_KEY = "fake-key-for-the-escape-lab"
 
