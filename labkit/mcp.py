@@ -66,9 +66,8 @@ def _close(schema):
     copy = {k: _close(v) if k == "items" else v for k, v in schema.items()}
     if "properties" in schema:
         copy["properties"] = {k: _close(v) for k, v in schema["properties"].items()}
-    if (schema.get("type") == "object" or "properties" in schema) and (
-        "additionalProperties" not in schema
-    ):
+    is_object = schema.get("type") == "object" or "properties" in schema
+    if is_object and "additionalProperties" not in schema:
         copy["additionalProperties"] = False
     return copy
 
@@ -126,9 +125,7 @@ def result_data(result: "mcp_types.CallToolResult") -> dict[str, Any] | str:
 
     Example: result_data(CallToolResult(content=[TextContent(text="3")]))  ->  "3"
     """
-    texts = [
-        b.text if b.type == "text" else f"[{b.type} content, not shown]" for b in result.content
-    ]
+    texts = [b.text if b.type == "text" else f"[{b.type}, not shown]" for b in result.content]
     if result.is_error:
         said = clip(" ".join(texts), 500) or "(it said nothing)"
         raise ToolError(f"the server's tool failed: {said}", "server_error")
@@ -245,6 +242,8 @@ class Connection:
     def _fail(self, exc, doing):
         """Close the connection (the process is reaped) and raise one error saying what failed."""
         exc = leaf(exc)
+        if isinstance(exc, TimeoutError | KeyboardInterrupt) and self._marker:  # stuck: kill it
+            reap(self._marker)  # now, not after the SDK's 2 s for a clean exit
         if isinstance(exc, KeyboardInterrupt):
             self.close("interrupted (Ctrl+C)")
             raise exc
