@@ -242,8 +242,8 @@ class Connection:
     def _fail(self, exc, doing):
         """Close the connection (the process is reaped) and raise one error saying what failed."""
         exc = leaf(exc)
-        if isinstance(exc, TimeoutError | KeyboardInterrupt) and self._marker:  # stuck: kill it
-            reap(self._marker)  # now, not after the SDK's 2 s for a clean exit
+        if self._marker:  # stuck, lying or interrupted: killed now, not after the SDK gives it
+            reap(self._marker)  # 2 s to exit on its own (a crashed one is gone already)
         if isinstance(exc, KeyboardInterrupt):
             self.close("interrupted (Ctrl+C)")
             raise exc
