@@ -17,6 +17,7 @@ from labkit.labs import (
     FTS5Index,
     bfcl_tool,
     dbos_kill_trial,
+    eval_table,
     evaluate_retrieval,
     evaluate_scenarios,
     kill_points,
@@ -178,6 +179,10 @@ def test_evaluation_figures_for_bm25_dense_and_hybrid(library):
     assert all(0 <= r[key] <= 1 for r in results.values() for key in ("recall@5", "mrr", "ndcg@10"))
     assert results["bm25"]["refusal_accuracy"] == 0.95  # only the near-domain price question slips
     assert results["hybrid"]["ndcg@10"] >= results["dense"]["ndcg@10"]
+    table = eval_table(results).splitlines()  # 06 prints these scores, then charts the same ones
+    assert [line.split()[0] for line in table] == ["method", "bm25", "dense", "hybrid"]
+    assert table[1].split()[1:] == [f"{results['bm25'][key]:.3f}" for key in (
+        "recall@5", "mrr", "ndcg@10", "refusal_accuracy")]  # fmt: skip
 
 
 # ---------------------------------------------------------------- 10_evals: the tool-call set,

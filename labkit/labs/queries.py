@@ -57,12 +57,11 @@ def evaluate_retrieval(library, queries, method, k=5):
     }
 
 
-def eval_table(library, queries, methods=("bm25", "dense", "hybrid"), k=5):
-    """One line per method: Recall@k, MRR, nDCG@10, refusal accuracy.
-    Example: print(eval_table(lib, qs))"""
+def eval_table(scores: dict, k: int = 5) -> str:
+    """One line per method of {method: evaluate_retrieval(...)}: Recall@k, MRR, nDCG@10, refusal
+    accuracy. Example: print(eval_table({m: evaluate_retrieval(lib, qs, m) for m in ("bm25",)}))"""
     lines = [f"{'method':<8}{f'recall@{k}':>10}{'MRR':>7}{'nDCG@10':>9}{'refusal acc':>13}"]
-    for method in methods:
-        r = evaluate_retrieval(library, queries, method, k)
+    for method, r in scores.items():
         lines.append(
             f"{method:<8}{r[f'recall@{k}']:>10.3f}{r['mrr']:>7.3f}{r['ndcg@10']:>9.3f}"
             f"{r['refusal_accuracy']:>13.3f}"
