@@ -33,24 +33,16 @@ def start_new_kernel(startup_timeout=60, kernel_name="python", **kwargs):
     raise AssertionError("unreachable")
 
 
+_NBVALS_OWN = nbval.kernel.start_new_kernel  # kept before install() replaces it
+
+
 def _start(startup_timeout, kernel_name, **kwargs):
-    km = nbval.kernel.KernelManager(
-        kernel_name=kernel_name, kernel_spec_manager=nbval.kernel.NbvalKernelspecManager()
-    )
-    km.start_kernel(**kwargs)
-    kc = km.client()
-    kc.start_channels()
-    try:
-        kc.wait_for_ready(timeout=startup_timeout)
-    except RuntimeError:
-        kc.stop_channels()
-        km.shutdown_kernel()
-        raise
-    return km, kc
+    """One try: nbval's own start (it shuts a kernel that died down before raising)."""
+    return _NBVALS_OWN(startup_timeout=startup_timeout, kernel_name=kernel_name, **kwargs)
 
 
 def install():
-    """Make nbval start its kernels this way (called by notebooks/conftest.py)."""
+    """Make nbval start its kernels this way (both conftests call it; twice is harmless)."""
     nbval.kernel.start_new_kernel = start_new_kernel
 
 
