@@ -47,7 +47,7 @@ class Runner:
         """Connect and do the handshake; raise what went wrong (TimeoutError past the timeout)."""
         self.thread.start()
         self._stop = asyncio.Event()
-        ready: concurrent.futures.Future[None] = concurrent.futures.Future()
+        self._ready = ready = concurrent.futures.Future[None]()
         self.owner = asyncio.run_coroutine_threadsafe(self._own(ready), self.loop)
         ready.result(self.timeout)
 
@@ -71,6 +71,8 @@ class Runner:
         """The SDK hands over each line that was not JSON-RPC: the connection cannot be trusted."""
         if isinstance(message, Exception):
             self.fault = message
+            if not self._ready.done():  # in the handshake: say so now, not after the SDK's
+                self._ready.set_exception(message)  # 2 s wait for the process to exit
             for scope in (self._call_scope, self._owner_scope):
                 if scope is not None:
                     scope.cancel()

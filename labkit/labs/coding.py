@@ -144,7 +144,8 @@ def escape_attempts(sandbox: str) -> dict:
         if ws:
             ws.run(f"{TESTS} tests/test_escape.py")
         else:
-            env = {**os.environ, "OPENAI_API_KEY": FAKE_KEY}
+            # the caller's environment plus a key (the course's pytest plugins left out: ~2 s)
+            env = {**os.environ, "OPENAI_API_KEY": FAKE_KEY, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
             argv = [sys.executable, *TESTS.split()[1:], "tests/test_escape.py"]
             subprocess.run(argv, cwd=folder, env=env, capture_output=True, timeout=120)
         results = [folder / "results" / f"{n}.txt" for n in range(len(ATTEMPTS))]
