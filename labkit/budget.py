@@ -114,7 +114,7 @@ class Spent:
     calibrated: bool = False  # a reply's own usage has set the scale
     tool_tokens: int = 0  # schema_tokens(tools), set by run_guarded
     run: RunResult | None = field(default=None, repr=False)  # the run metered
-    asked: tuple = (0, 0)  # (raw estimate, scaled) for the call
+    asked: tuple[int, int] = (0, 0)  # (raw estimate, scaled) for the call
     seen: Usage = field(default_factory=Usage, repr=False)  # the run's usage at the last look
 
 
