@@ -136,10 +136,10 @@ class Parent:
         """The agent's own limits, within what the parent's budget has left."""
         parent, tokens, cost = self._meter(), agent.max_tokens, None
         if parent.max_tokens is not None:
-            left = max(parent.max_tokens - parent.tokens, 0)
+            left = max(parent.max_tokens - parent.spent.tokens, 0)
             tokens = left if tokens is None else min(tokens, left)
         if parent.max_cost is not None:
-            cost = max(parent.max_cost - float(parent.cost), 0.0)
+            cost = max(parent.max_cost - float(parent.spent.cost), 0.0)
         return Budget(
             max_turns=agent.max_turns,
             max_calls=agent.max_calls,
@@ -162,7 +162,7 @@ class Parent:
         budget = self._sub_budget(agent)
         rules = {**self._rules(budget), "max_risk": risk}
         sub = run_guarded(task, agent.model, agent.tools, system=agent.system, **rules)
-        self._meter().charge(sub.budget)  # its tokens count against the parent's budget
+        self._meter().charge(sub.budget.spent)  # its tokens count against the parent's budget
         for e in sub.trace.events:  # its trace nests inside the parent's, at this tool call
             run.trace.add(
                 "sub",
@@ -173,7 +173,7 @@ class Parent:
                 agent=agent.name,
                 nested=e.detail,
             )
-        report = {"agent": agent.name, "status": sub.status, "tokens": sub.budget.tokens}
+        report = {"agent": agent.name, "status": sub.status, "tokens": sub.budget.spent.tokens}
         report["answer"] = clip(sub.answer, agent.report_chars) if sub.answer else ""
         if sub.status != "completed":
             report["next_step"] = clip(sub.next_step, 200)
@@ -212,7 +212,7 @@ class Parent:
         result = run_guarded(
             note, agent.model, agent.tools, system=agent.system, history=previous.messages, **rules
         )
-        self._meter().charge(result.budget)
+        self._meter().charge(result.budget.spent)
         return result
 
 

@@ -87,6 +87,37 @@ def _bar(used, limit, width=10):
     return "[" + "#" * filled + "." * (width - filled) + "]"
 
 
+def _check(name: str, value: Any, whole: bool, least: int, optional: bool) -> None:
+    """UserError unless `value` is a limit for Budget's field `name` (see _LIMITS)."""
+    if value is None and optional:
+        return
+    # True is an int to Python, not to a budget (is_number says no to a bool)
+    number = is_number(value) and (isinstance(value, int) or not whole)
+    if not number or not math.isfinite(value) or value < least:
+        raise UserError(
+            f"Budget({name}={value!r}) is not a limit — use {'a whole' if whole else 'a'} number "
+            f">= {least}{' (or None: no limit)' if optional else ''}"
+        )
+
+
+@dataclass
+class Spent:
+    """What a Budget metered in its run so far: budget.spent (fresh() starts a new one)."""
+
+    turns: int = 0
+    calls: int = 0  # tool calls
+    tokens: int = 0  # input + output over the whole run, sub-agents' too
+    cost: Fraction = Fraction(0)  # USD, estimated with PRICES[model]
+    delegated: int = 0  # tokens charged by sub-agents (labkit.agents)
+    source: str = "reported"  # the least trusted count metered
+    scale: float = FIRST_SCALE  # cautious, then the largest ratio of used to counted
+    calibrated: bool = False  # a reply's own usage has set the scale
+    tool_tokens: int = 0  # schema_tokens(tools), set by run_guarded
+    run: RunResult | None = field(default=None, repr=False)  # the run metered
+    asked: tuple[int, int] = (0, 0)  # (raw estimate, scaled) for the call
+    seen: Usage = field(default_factory=Usage, repr=False)  # the run's usage at the last look
+
+
 @dataclass
 class Budget(Guard):
     """Hard stops for one run, checked BEFORE each model call and tool call: never overshot.
@@ -96,10 +127,10 @@ class Budget(Guard):
     at it). Until a reply carries usage the count adds the tool schemas and is multiplied by
     FIRST_SCALE; after that it is scaled by the largest ratio of used to counted seen. Offline (the
     scripted model counts the same way) the overshoot is 0; with a live model it is bounded by the
-    count's error, not proven 0. `source` says who counted what it metered (tokens.SOURCES). Watch
-    it: Budget(..., watch=print) prints the meter every turn; on_turn is handed the meter itself.
-    run_guarded never changes the Budget it is given: it meters fresh() and returns it as
-    result.budget.
+    count's error, not proven 0. What it metered is `spent`; spent.source says who counted it
+    (tokens.SOURCES). Watch it: Budget(..., watch=print) prints the meter every turn; on_turn is
+    handed the meter itself. run_guarded never changes the Budget it is given: it meters fresh()
+    and returns it as result.budget.
     Example: Budget(max_turns=4, max_tokens=2_000, max_cost=0.001)
     """
 
@@ -112,36 +143,13 @@ class Budget(Guard):
     model: str = DEFAULT_MODEL  # whose prices, and whose tokenizer counts
     # called with meter_line() after each turn, e.g. print
     watch: Callable[[str], object] | None = None
-    # called with the metered Budget after each turn, e.g. lambda spent: seen.append(spent.tokens)
+    # called with the metered Budget after each turn, e.g. lambda b: seen.append(b.spent.tokens)
     on_turn: Callable[["Budget"], object] | None = None
-    turns: int = field(default=0, init=False)
-    calls: int = field(default=0, init=False)
-    tokens: int = field(default=0, init=False)
-    cost: Fraction = field(default=Fraction(0), init=False)
-    source: str = field(default="reported", init=False)  # the least trusted count metered
-    # cautious, then the largest ratio of used to counted
-    scale: float = field(default=FIRST_SCALE, init=False)
-    tool_tokens: int = field(default=0, init=False)  # schema_tokens(tools), set by run_guarded
-    calibrated: bool = field(default=False, init=False)  # a reply's own usage has set the scale
-    delegated: int = field(default=0, init=False)  # tokens charged by sub-agents (labkit.agents)
-    _run: RunResult | None = field(default=None, init=False, repr=False)
-    # (raw estimate, scaled) for the call
-    _asked: tuple = field(default=(0, 0), init=False, repr=False)
-    _seen: Usage = field(default_factory=Usage, init=False, repr=False)
+    spent: Spent = field(default_factory=Spent, init=False)  # what the run used so far
 
     def __post_init__(self):
         for name, whole, least, optional in _LIMITS:
-            value = getattr(self, name)
-            if value is None and optional:
-                continue
-            # True is an int to Python, not to a budget (is_number says no to a bool)
-            number = is_number(value) and (isinstance(value, int) or not whole)
-            if not number or not math.isfinite(value) or value < least:
-                raise UserError(
-                    f"Budget({name}={value!r}) is not a limit — use {'a whole' if whole else 'a'} "
-                    "number "
-                    f">= {least}{' (or None: no limit)' if optional else ''}"
-                )
+            _check(name, getattr(self, name), whole, least, optional)
         self.for_model(self.model)
 
     def for_model(self, name: str) -> None:
@@ -156,38 +164,27 @@ class Budget(Guard):
     def fresh(self) -> "Budget":
         """A new meter with these limits (and model, watch, on_turn) and nothing spent.
 
-        Example: Budget(max_tokens=2_000).fresh().tokens  ->  0
+        Example: Budget(max_tokens=2_000).fresh().spent.tokens  ->  0
         """
-        return replace(self)  # the init=False fields (what is spent) start again
+        return replace(self)  # `spent` is init=False: a new Spent
 
     def scrubbed(self, run: RunResult) -> "Budget":
-        """This meter, now pointing at `run`, the scrubbed copy of the run it metered (run_guarded
-        hands it back on the result, which must hold no secret)."""
-        self._run = run
+        """This meter, now at `run`: the scrubbed copy of its run (result.budget: no secret)."""
+        self.spent.run = run
         return self
 
     @property
     def run(self) -> RunResult | None:
         """The run this budget meters (None before its first turn)."""
-        return self._run
+        return self.spent.run
 
     def settle(self, run: RunResult) -> None:
         """Count the turn made since the last look: the usage its reply carried, else our count."""
         self._claim(run)
-        self.calls = run.tool_calls
-        if run.turns == self.turns:
+        self.spent.calls = run.tool_calls
+        if run.turns == self.spent.turns:
             return
-        used_in, used_out = self._used(run)
-        if used_out > self.max_output_tokens:
-            run.trace.add(
-                "guard",
-                run.turns,
-                f"budget: the reply used {used_out} output tokens, more than the "
-                f"{self.max_output_tokens} reserved — cap the model's output at max_output_tokens",
-            )
-        self.turns, self._seen = run.turns, run.usage
-        self.tokens += used_in + used_out
-        self.cost += estimated_cost(self.model, used_in, used_out) or 0
+        self._add(run, *self._used(run))
         if self.watch:
             self.watch(self.meter_line())
         if self.on_turn:
@@ -195,18 +192,31 @@ class Budget(Guard):
 
     def _claim(self, run: RunResult) -> None:
         """Meter `run` from now on; a budget meters one run only (UserError for a second)."""
-        if self._run is not run:
-            if self._run is not None:
-                raise UserError(
-                    "this Budget already metered a run — make a new Budget(...) for each run"
-                )
-            self._run = run
+        if self.spent.run is not None and self.spent.run is not run:
+            raise UserError(
+                "this Budget already metered a run — make a new Budget(...) for each run"
+            )
+        self.spent.run = run
+
+    def _add(self, run: RunResult, used_in: int, used_out: int) -> None:
+        """Add the turn's tokens and their estimated cost; trace a reply over its reservation."""
+        if used_out > self.max_output_tokens:
+            run.trace.add(
+                "guard",
+                run.turns,
+                f"budget: the reply used {used_out} output tokens, more than the "
+                f"{self.max_output_tokens} reserved — cap the model's output at max_output_tokens",
+            )
+        spent = self.spent
+        spent.turns, spent.seen = run.turns, run.usage
+        spent.tokens += used_in + used_out
+        spent.cost += estimated_cost(self.model, used_in, used_out) or 0
 
     def _used(self, run: RunResult) -> tuple[int, int]:
         """(input, output) tokens of the turn since the last look: as its reply reported them,
         none for a failed call, else as labkit counts them."""
-        used_in = run.usage.input_tokens - self._seen.input_tokens
-        used_out = run.usage.output_tokens - self._seen.output_tokens
+        used_in = run.usage.input_tokens - self.spent.seen.input_tokens
+        used_out = run.usage.output_tokens - self.spent.seen.output_tokens
         if used_in + used_out > 0:
             self._calibrate(used_in, run.usage.source)
             return used_in, used_out
@@ -217,20 +227,20 @@ class Budget(Guard):
     def _calibrate(self, used_in: int, source: str) -> None:
         """Learn from a reported input how far the count undercounts (it includes what the server
         counted for the tool schemas)."""
-        raw, _ = self._asked
-        self.source = least_trusted(self.source, source)
+        spent, (raw, _) = self.spent, self.spent.asked
+        spent.source = least_trusted(spent.source, source)
         ratio = used_in / raw if raw else 1.0
         # subtle: keep the largest ratio seen; a ratio replaced each turn lets one low count
         # undo a high one
-        self.scale = max(self.scale, ratio) if self.calibrated else max(1.0, ratio)
-        self.calibrated = True
+        spent.scale = max(spent.scale, ratio) if spent.calibrated else max(1.0, ratio)
+        spent.calibrated = True
 
     def _counted(self, run: RunResult) -> tuple[int, int]:
         """(input, output) of a turn no server reported: the input reserved, the reply counted."""
         reply = next(m for m in reversed(run.messages) if m.role == "assistant")
         spoken = reply.content + "".join(c.name + c.arguments for c in reply.tool_calls)
-        self.source = least_trusted(self.source, count_source(self.model))
-        return self._asked[1], count(spoken, self.model)
+        self.spent.source = least_trusted(self.spent.source, count_source(self.model))
+        return self.spent.asked[1], count(spoken, self.model)
 
     def before_model(self, run: RunResult) -> Decision | None:
         self.settle(run)
@@ -239,8 +249,8 @@ class Budget(Guard):
                 f"turn budget: all {self.max_turns} turns used — raise max_turns or split the task"
             )
             return Decision("stop", "turn_limit", said)
-        self._asked = self.forecast(run.messages)
-        (raw, need), reserve = self._asked, self.max_output_tokens
+        spent, reserve = self.spent, self.max_output_tokens
+        raw, need = spent.asked = self.forecast(run.messages)
         if need > self.max_input_tokens:
             margin = f"; {need:,} with the safety margin" if need != raw else ""
             said = (
@@ -249,16 +259,16 @@ class Budget(Guard):
                 "split it"
             )
             return Decision("stop", "budget_exhausted", said)
-        if self.max_tokens is not None and self.tokens + need + reserve > self.max_tokens:
+        if self.max_tokens is not None and spent.tokens + need + reserve > self.max_tokens:
             said = (
-                f"token budget: {self.tokens:,} of {self.max_tokens:,} used and the next call "
+                f"token budget: {spent.tokens:,} of {self.max_tokens:,} used and the next call "
                 f"may need {need + reserve:,} — raise max_tokens or narrow the task"
             )
             return Decision("stop", "budget_exhausted", said)
         next_cost = estimated_cost(self.model, need, reserve) or 0
-        if self.max_cost is not None and self.cost + next_cost > Fraction(str(self.max_cost)):
+        if self.max_cost is not None and spent.cost + next_cost > Fraction(str(self.max_cost)):
             said = (
-                f"cost budget: ${float(self.cost):.6f} of ${self.max_cost:.6f} used and the "
+                f"cost budget: ${float(spent.cost):.6f} of ${self.max_cost:.6f} used and the "
                 f"next call may cost ${float(next_cost):.6f} (estimated) — raise max_cost or "
                 "narrow the task"
             )
@@ -267,21 +277,20 @@ class Budget(Guard):
 
     def forecast(self, messages: list) -> tuple[int, int]:
         """(counted, need): the next call's input as labkit counts it, and the input reserved."""
-        raw = count(messages, self.model)
-        # no reply has carried usage yet: add the tool schemas, and be cautious
-        if not self.calibrated:
-            return raw, math.ceil((raw + self.tool_tokens) * self.scale)
-        return raw, math.ceil(raw * self.scale)
+        raw, spent = count(messages, self.model), self.spent
+        # no reply has carried usage yet: add the tool schemas (spent.scale is still cautious)
+        schemas = 0 if spent.calibrated else spent.tool_tokens
+        return raw, math.ceil((raw + schemas) * spent.scale)
 
-    def charge(self, spent: "Budget") -> None:
-        """Count what another budget metered for this run (a sub-agent's) against these limits.
+    def charge(self, other: Spent) -> None:
+        """Count what another budget spent for this run (a sub-agent's) against these limits.
 
-        Example: parent_budget.charge(sub_budget)
+        Example: parent_budget.charge(sub_result.budget.spent)
         """
-        self.tokens += spent.tokens
-        self.delegated += spent.tokens
-        self.cost += spent.cost
-        self.source = least_trusted(self.source, spent.source)
+        self.spent.tokens += other.tokens
+        self.spent.delegated += other.tokens
+        self.spent.cost += other.cost
+        self.spent.source = least_trusted(self.spent.source, other.source)
 
     def before_tool(self, run: RunResult, call: ToolCall, tool: Tool | None) -> Decision | None:
         self.settle(run)
@@ -302,44 +311,35 @@ class Budget(Guard):
 
     def meter_line(self) -> str:
         """One line per turn for a watch callback: turn 2: tokens 412/2,000 | cost ... | calls 1"""
-        tokens = f"{self.tokens:,}" + (
+        spent = self.spent
+        tokens = f"{spent.tokens:,}" + (
             f"/{self.max_tokens:,}" if self.max_tokens is not None else ""
         )
-        cost = f"${float(self.cost):.6f}" + (
+        cost = f"${float(spent.cost):.6f}" + (
             f"/${self.max_cost:.6f}" if self.max_cost is not None else ""
         )
         return (
-            f"turn {self.turns}: tokens {tokens} | cost {cost} | tool calls "
-            f"{self.calls}/{self.max_calls}"
+            f"turn {spent.turns}: tokens {tokens} | cost {cost} | tool calls "
+            f"{spent.calls}/{self.max_calls}"
         )
 
     def meter(self) -> str:
         """The whole meter, used / limit with a bar, and where the prices come from."""
-        price = PRICES.get(self.model)
+        price, spent = PRICES.get(self.model), self.spent
+        tokens_cap = f"{self.max_tokens:,}" if self.max_tokens is not None else "-"
+        cost_cap = f"${self.max_cost:.6f}" if self.max_cost is not None else "-"
         rows = [
-            ("turns", f"{self.turns}", f"{self.max_turns}", self.turns, self.max_turns),
-            ("tool calls", f"{self.calls}", f"{self.max_calls}", self.calls, self.max_calls),
-            (
-                "tokens",
-                f"{self.tokens:,}",
-                f"{self.max_tokens:,}" if self.max_tokens is not None else "-",
-                self.tokens,
-                self.max_tokens,
-            ),
-            (
-                "cost",
-                f"${float(self.cost):.6f}",
-                f"${self.max_cost:.6f}" if self.max_cost is not None else "-",
-                float(self.cost),
-                self.max_cost,
-            ),
+            ("turns", f"{spent.turns}", f"{self.max_turns}", spent.turns, self.max_turns),
+            ("tool calls", f"{spent.calls}", f"{self.max_calls}", spent.calls, self.max_calls),
+            ("tokens", f"{spent.tokens:,}", tokens_cap, spent.tokens, self.max_tokens),
+            ("cost", f"${float(spent.cost):.6f}", cost_cap, float(spent.cost), self.max_cost),
         ]
         lines = [
             f"{name:<10} {used:>10} / {limit:<10} {_bar(u, lim) if lim is not None else ''}"
             for name, used, limit, u, lim in rows
         ]
         lines.append(
-            f"tokens {SOURCES[self.source]}"
+            f"tokens {SOURCES[spent.source]}"
             f"; cost is an ESTIMATE: {self.model} at "
             + (
                 f"${price[0]:.2f} in / ${price[1]:.2f} out per "

@@ -306,7 +306,7 @@ def run_guarded(
     guard = guards(meter, max_risk, approve, secrets, detector, allowed_hosts)
     budget, hidden = guard.find(Budget), guard.find(Secrets)
     registry = as_registry(tools)
-    budget.tool_tokens = schema_tokens(registry)
+    budget.spent.tool_tokens = schema_tokens(registry)
     if isinstance(model, NamedModel):  # a live model is priced as itself
         budget.for_model(model.model)
     # the server enforces what the budget reserves, on models that can cap a reply

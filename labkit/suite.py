@@ -98,7 +98,7 @@ def run_task(
         result.tool_calls,
         result.tool_failures,
         result.usage.total_tokens,
-        float(result.budget.cost) if result.budget.model in PRICES else None,
+        float(result.budget.spent.cost) if result.budget.model in PRICES else None,
         result.elapsed,
         score.final,
         tuple((r["name"], r["arguments"], _kind(r["result"])) for r in results),

@@ -45,8 +45,8 @@ def test_the_sub_agents_tokens_count_against_the_parents_budget():
     budget = Budget(max_tokens=5_000)
     sub = weather_agent()
     result = Parent([get_weather], budget).run("Umbrella?", parent_script(), [sub])
-    assert result.budget.delegated == sub.model.usage.total_tokens > 0
-    assert result.budget.tokens == result.usage.total_tokens + sub.model.usage.total_tokens
+    assert result.budget.spent.delegated == sub.model.usage.total_tokens > 0
+    assert result.budget.spent.tokens == result.usage.total_tokens + sub.model.usage.total_tokens
 
 
 def test_a_sub_agent_gets_only_what_the_parent_has_left():
@@ -58,7 +58,7 @@ def test_a_sub_agent_gets_only_what_the_parent_has_left():
         max_tokens=10_000,
     )
     result = Parent([get_weather], budget).run("Umbrella?", parent_script(), [talkative])
-    spent = result.budget
+    spent = result.budget.spent
     assert spent.delegated > 0 and spent.tokens <= 700  # never overshot through the sub-agent
 
 
@@ -172,8 +172,10 @@ def test_a_handoff_passes_the_whole_history_and_the_control():
     assert second.status == "completed" and second.answer == "18 °C is 64.4 °F."
     assert [m.content for m in seen[1:-1]] == [m.content for m in first.messages[1:]]
     assert count(seen) > count(first.messages[1:])  # it pays for the whole history
-    assert parent.spent is first.budget and parent.spent.delegated > 0
-    assert parent.budget.delegated == 0  # the Parent's Budget is never metered: its run's copy is
+    assert parent.spent is first.budget and first.budget.spent.delegated > 0
+    assert (
+        parent.budget.spent.delegated == 0
+    )  # the Parent's Budget is never metered: its run's copy is
 
 
 # ---------------------------------------------------------------- reflection

@@ -57,7 +57,7 @@ def test_a_model_that_never_stops_halts_exactly_at_the_turn_budget(max_turns):
     result = g.run_guarded("Count.", model, [calculate], budget=budget)
     assert (
         result.status == "turn_limit"
-        and result.turns == max_turns == model.position == result.budget.turns
+        and result.turns == max_turns == model.position == result.budget.spent.turns
     )
 
 
@@ -84,13 +84,15 @@ def test_a_model_that_never_stops_halts_exactly_at_the_token_budget(max_tokens):
     result = g.run_guarded("Count.", model, [calculate], budget=budget)
     assert result.status == "budget_exhausted" and "token budget" in result.next_step
     assert (
-        result.budget.tokens == model.usage.total_tokens == result.usage.total_tokens
+        result.budget.spent.tokens == model.usage.total_tokens == result.usage.total_tokens
     )  # the meter is the truth
-    assert result.budget.tokens <= max_tokens  # 0 overshoot
+    assert result.budget.spent.tokens <= max_tokens  # 0 overshoot
     counted, need = result.budget.forecast(result.messages)
-    assert result.budget.tokens + need + budget.max_output_tokens > max_tokens  # not one call early
+    assert (
+        result.budget.spent.tokens + need + budget.max_output_tokens > max_tokens
+    )  # not one call early
     if result.turns:  # after the first reply's usage the forecast is the scripted count
-        assert need == counted == tokens.count(result.messages) and result.budget.scale == 1.0
+        assert need == counted == tokens.count(result.messages) and result.budget.spent.scale == 1.0
 
 
 @pytest.mark.parametrize(
@@ -112,8 +114,11 @@ def test_the_budget_holds_with_a_known_and_an_unknown_tokenizer(model, source, m
         max_turns=10_000, max_calls=10_000, max_tokens=max_tokens, max_output_tokens=40, model=model
     )
     result = g.run_guarded("Count.", scripted, [calculate], budget=budget)
-    assert result.status == "budget_exhausted" and result.budget.tokens <= max_tokens
-    assert result.budget.tokens == scripted.usage.total_tokens and result.budget.source == source
+    assert result.status == "budget_exhausted" and result.budget.spent.tokens <= max_tokens
+    assert (
+        result.budget.spent.tokens == scripted.usage.total_tokens
+        and result.budget.spent.source == source
+    )
     assert result.usage.source == source and f"tokens {SOURCES[source]}" in result.budget.meter()
     assert result.budget.forecast(result.messages)[0] == tokens.count(result.messages, model)
 
@@ -126,25 +131,25 @@ def test_exact_counts_differ_from_the_estimate_so_the_two_budgets_are_not_the_sa
         result = g.run_guarded(
             "Count.", ScriptedModel([keep_going] * 10, count_as=model), [calculate], budget=budget
         )
-        runs[model] = result.budget.tokens
+        runs[model] = result.budget.spent.tokens
     assert runs["gpt-5-mini"] != runs["llama3.2"]
 
 
 def test_tokens_charged_by_a_sub_agent_count_against_the_limits():
     limits = Budget(max_turns=3, max_calls=100)
     child = g.run_guarded("Count.", ScriptedModel([keep_going] * 3), [calculate], budget=limits)
-    sub = child.budget  # what the sub-agent spent
+    sub = child.budget.spent  # what the sub-agent spent
 
     def charge_once(meter):  # what a sub-agent spent for this run, charged during it
-        if meter.turns == 1:
+        if meter.spent.turns == 1:
             meter.charge(sub)
 
     budget = Budget(
         max_turns=100, max_calls=100, max_tokens=1_000, max_output_tokens=40, on_turn=charge_once
     )
     result = g.run_guarded("Count.", forever(), [calculate], budget=budget)
-    assert result.status == "budget_exhausted" and result.budget.delegated == sub.tokens > 0
-    assert result.budget.tokens == sub.tokens + result.usage.total_tokens <= 1_000
+    assert result.status == "budget_exhausted" and result.budget.spent.delegated == sub.tokens > 0
+    assert result.budget.spent.tokens == sub.tokens + result.usage.total_tokens <= 1_000
 
 
 @pytest.mark.parametrize("max_cost", [0.0002, 0.0005, 0.00123, 0.004])
@@ -156,7 +161,7 @@ def test_a_model_that_never_stops_halts_exactly_at_the_cost_budget(max_cost):
     result = g.run_guarded("Count.", model, [calculate], budget=budget)
     assert result.status == "budget_exhausted" and "cost budget" in result.next_step
     spent = estimated_cost("gpt-5", model.usage.input_tokens, model.usage.output_tokens)
-    assert result.budget.cost == spent <= Fraction(str(max_cost))  # exact, 0 overshoot
+    assert result.budget.spent.cost == spent <= Fraction(str(max_cost))  # exact, 0 overshoot
     next_call = estimated_cost(
         "gpt-5", tokens.count(result.messages, "gpt-5"), result.budget.max_output_tokens
     )
@@ -213,9 +218,13 @@ class Reporting:
 def test_the_estimate_is_scaled_up_when_a_server_counts_more_and_the_budget_still_holds():
     budget = Budget(max_turns=100, max_calls=100, max_tokens=3_000, max_output_tokens=10)
     result = g.run_guarded("Count.", Reporting(2.0), [calculate], budget=budget)
-    assert result.status == "budget_exhausted" and result.budget.scale >= 1.9
-    assert result.budget.source == "reported"
-    assert result.budget.tokens == result.usage.input_tokens + result.usage.output_tokens <= 3_000
+    assert result.status == "budget_exhausted" and result.budget.spent.scale >= 1.9
+    assert result.budget.spent.source == "reported"
+    assert (
+        result.budget.spent.tokens
+        == result.usage.input_tokens + result.usage.output_tokens
+        <= 3_000
+    )
 
 
 class Overcounting:
@@ -246,7 +255,7 @@ def test_the_first_call_counts_the_tool_schemas_and_is_cautious():
     for max_tokens in range(150, 2_500, 23):
         budget = Budget(max_turns=100, max_calls=100, max_tokens=max_tokens, max_output_tokens=10)
         result = g.run_guarded("Count.", Overcounting(1.5, 1.5), [calculate], budget=budget)
-        spent = result.budget
+        spent = result.budget.spent
         assert result.status == "budget_exhausted" and spent.tokens <= max_tokens, max_tokens
 
 
@@ -259,11 +268,11 @@ def test_the_scale_keeps_the_largest_ratio_seen_and_bounds_the_overshoot():
         model = Overcounting(3.0, 1.0)
         result = g.run_guarded("Count.", model, [calculate], budget=budget)
         if result.turns:
-            assert result.budget.scale >= 3.0  # not lowered by the later, smaller counts
-        if result.budget.tokens > max_tokens:  # only ever the first call
+            assert result.budget.spent.scale >= 3.0  # not lowered by the later, smaller counts
+        if result.budget.spent.tokens > max_tokens:  # only ever the first call
             assert result.turns == 1, max_tokens
     schemas = schema_tokens([calculate])
-    assert schemas > 20 and Budget().scale == 1.5
+    assert schemas > 20 and Budget().spent.scale == 1.5
 
 
 @pytest.mark.parametrize(
@@ -273,7 +282,7 @@ def test_the_scale_keeps_the_largest_ratio_seen_and_bounds_the_overshoot():
 def test_unreported_usage_is_counted_by_labkit_and_marked_so(model, source):
     budget = Budget(max_turns=3, max_calls=100, model=model)
     result = g.run_guarded("Count.", Reporting(None), [calculate], budget=budget)
-    spent = result.budget
+    spent = result.budget.spent
     assert result.usage.total_tokens == 0 and spent.tokens > 0 and spent.source == source
     assert f"tokens {SOURCES[source]}" in result.budget.meter()
     assert SOURCES["reported"] not in result.budget.meter()  # labkit's count is never a server's
@@ -287,7 +296,7 @@ def test_the_meter_is_watchable_and_deterministic():
     assert (
         lines[-1].endswith("tool calls 2/5") and "/5,000" in lines[-1] and "/$0.010000" in lines[-1]
     )
-    assert result.budget.calls == 3  # the third call ran after the third turn's line
+    assert result.budget.spent.calls == 3  # the third call ran after the third turn's line
     meter = result.budget.meter()
     assert "ESTIMATE" in meter and PRICES_AS_OF in meter and "gpt-5-mini" in meter and "[" in meter
 
@@ -316,7 +325,7 @@ def test_a_model_that_says_too_much_is_cut_at_its_reservation_with_0_overshoot(
     assert result.status == "model_incomplete" and result.turns == 1
     assert (
         model.usage.output_tokens == max_output_tokens
-        and result.budget.tokens == model.usage.total_tokens <= max_tokens
+        and result.budget.spent.tokens == model.usage.total_tokens <= max_tokens
     )
     assert "more than" not in result.trace.text()
 
@@ -332,7 +341,7 @@ def test_a_never_stopping_talkative_model_halts_within_the_token_budget():
         )
         result = g.run_guarded("Count.", model, [calculate], budget=budget)
         assert result.status in ("budget_exhausted", "model_incomplete")
-        assert result.budget.tokens == model.usage.total_tokens <= max_tokens, max_tokens
+        assert result.budget.spent.tokens == model.usage.total_tokens <= max_tokens, max_tokens
 
 
 def test_run_guarded_never_writes_the_callers_model_even_during_the_run():
@@ -398,11 +407,11 @@ def test_run_guarded_never_changes_the_callers_budget():
     result = g.run_guarded("Count.", live, [calculate], budget=budget)
     assert result.budget.model == "gpt-4.1" and budget.model == "gpt-5-mini"
     assert {f.name: getattr(budget, f.name) for f in fields(budget)} == made
-    assert budget.run is None and budget.tokens == 0 and budget.tool_tokens == 0
-    assert result.budget is not budget and result.budget.tokens > 0 and result.budget.run
+    assert budget.run is None and budget.spent.tokens == 0 and budget.spent.tool_tokens == 0
+    assert result.budget is not budget and result.budget.spent.tokens > 0 and result.budget.run
     assert turns and all(t is result.budget for t in turns)  # on_turn gets the run's own meter
     again = g.run_guarded("Count.", forever(), [calculate], budget=budget)  # reusable: a new meter
-    assert again.budget.tokens == result.budget.tokens
+    assert again.budget.spent.tokens == result.budget.spent.tokens
 
 
 def test_estimated_cost_uses_the_price_table():

@@ -966,5 +966,5 @@ def test_run_guarded_changes_none_of_its_arguments_not_even_the_budget():
     assert len(history) == 3 and history[1] == shown  # the caller's history is not extended
     assert tools == [calculate] and secrets == ["hunter-22-22"]
     assert {name: getattr(budget, name) for name in SETTINGS} == settings  # limits as given
-    assert result.budget.turns == result.turns == 2  # the meter: what the caller reads after
-    assert budget.turns == 0 and budget.run is None  # the run metered a copy of the caller's
+    assert result.budget.spent.turns == result.turns == 2  # the meter: what the caller reads after
+    assert budget.spent.turns == 0 and budget.run is None  # the run metered a copy of the caller's
